@@ -1,0 +1,106 @@
+"""Command line: parse options, call the library, print. The only module that prints or exits.
+
+Exit codes: 0 success; 1 findings of severity error with --exit-code, or a failed `check`;
+2 bad usage or bad input (one `logcorr: error: ...` line on stderr, never a traceback).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Callable, Sequence
+
+from rich.console import Console
+
+from logcorr import __version__
+from logcorr.config import load_config
+from logcorr.errors import InputError, LogcorrError
+from logcorr.render_topology import render_rank, render_topology
+from logcorr.selector import parse_selector
+from logcorr.topology import build_topology, topology_to_json
+
+Handler = Callable[[argparse.Namespace], int]
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that reports usage errors as LogcorrError instead of exiting itself."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise InputError(f"{message} (see `logcorr {self.prog.split()[-1]} --help`)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="logcorr", description=(
+        "Align and attribute the logs of a multi-process SGLang deployment."))
+    parser.add_argument("--version", action="version", version=f"logcorr {__version__}")
+    commands = parser.add_subparsers(dest="command", parser_class=_Parser, metavar="COMMAND")
+    commands.required = True
+    _add_topology(commands)
+    return parser
+
+
+def _add_config_options(command: argparse.ArgumentParser, *, required: bool) -> None:
+    command.add_argument("--config", required=required, metavar="FILE", help=(
+        "launch args: JSON of ServerArgs fields, a JSON array or text file with the launch "
+        "command, or a log holding SGLang's server_args= line"))
+    command.add_argument("--sglang-version", metavar="V", help=(
+        "SGLang version whose rules apply (default: the config's sglang_version, else 0.5.23)"))
+    command.add_argument("--no-validate", action="store_true", help=(
+        "compute coordinates even for a layout SGLang would refuse to launch"))
+
+
+def _add_topology(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    command = commands.add_parser("topology", help="rebuild every process group from launch args",
+                                  description="Show every scheduler process with its coordinates "
+                                  "and every process group SGLang builds.")
+    _add_config_options(command, required=True)
+    command.add_argument("--format", choices=("rich", "json"), default="rich",
+                         help="rich tables (default) or the JSON document")
+    command.add_argument("--rank", metavar="SPEC", help=(
+        "explain one process, e.g. tp=10, world=5,replica=1, DP5"))
+    command.set_defaults(handler=_run_topology)
+
+
+def _run_topology(args: argparse.Namespace) -> int:
+    config = load_config(args.config, sglang_version=args.sglang_version,
+                         validate=not args.no_validate)
+    topology = build_topology(config, validate=not args.no_validate)
+    processes = list(topology.processes)
+    if args.rank:
+        processes = topology.select(parse_selector(args.rank).criteria())
+        if not processes:
+            raise InputError(f"no process matches --rank {args.rank!r} in this topology "
+                             f"({len(topology.processes)} schedulers)")
+    if args.format == "json":
+        document = topology_to_json(topology)
+        if args.rank:
+            keys = {p.key for p in processes}
+            document["processes"] = [d for d, p in zip(document["processes"],  # type: ignore
+                                                       topology.processes) if p.key in keys]
+        sys.stdout.write(json.dumps(document, indent=1) + "\n")
+        return 0
+    console = Console(soft_wrap=False)
+    console.print(render_rank(topology, processes) if args.rank else render_topology(topology))
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run logcorr; return the exit code. Errors from bad input become one stderr line."""
+    try:
+        args = build_parser().parse_args(argv)
+        handler: Handler = args.handler
+        return handler(args)
+    except LogcorrError as error:
+        sys.stderr.write(f"logcorr: error: {error}\n")
+        return 2
+    except KeyboardInterrupt:
+        sys.stderr.write("logcorr: interrupted\n")
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+def main_entry() -> None:
+    """Console-script entry point."""
+    sys.exit(main())

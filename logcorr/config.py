@@ -1,0 +1,337 @@
+"""Launch arguments -> `LaunchConfig`.
+
+Three spellings of the same facts are accepted:
+
+* a JSON object with SGLang ServerArgs field names (a full dump of resolved server args works
+  as is: unknown keys are ignored), or a JSON array of launch-command tokens;
+* a launch command (`python -m sglang.launch_server --tp 16 --dp 8 --enable-dp-attention ...`),
+  with SGLang's flag spellings and aliases;
+* a log line or log file holding SGLang's `server_args=ServerArgs(...)` (<= 0.5.18) or
+  `server_args={...}` (0.5.19+) line. Values may hold enum reprs such as `<Backend.FULL: 'full'>`
+  that `ast.literal_eval` rejects, so fields are read one by one.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
+
+import regex
+
+from logcorr.errors import ConfigError
+from logcorr.versions import DEFAULT_VERSION, SglangVersion, parse_version
+
+# ServerArgs fields that shape the topology, with their types and SGLang's defaults.
+_INT_FIELDS: dict[str, int] = {
+    "tp_size": 1,
+    "pp_size": 1,
+    "dp_size": 1,
+    "attn_dp_size": 1,
+    "ep_size": 1,
+    "attn_cp_size": 1,
+    "moe_dp_size": 1,
+    "dcp_size": 1,
+    "nnodes": 1,
+    "base_gpu_id": 0,
+    "gpu_id_step": 1,
+}
+_BOOL_FIELDS = ("enable_dp_attention", "enable_ep_moe", "enable_deepep_moe")
+_STR_FIELDS = ("moe_a2a_backend", "device", "dist_init_addr")
+_OPTIONAL_INT_FIELDS = ("node_rank",)
+_FLOAT_FIELDS = ("watchdog_timeout", "dist_timeout")
+
+# Command-line spellings (SGLang's primary flag is the field name with dashes; these are its
+# aliases plus the abbreviations argparse accepts and people type).
+_FLAG_ALIASES: dict[str, str] = {
+    "--tp": "tp_size",
+    "--tensor-parallel-size": "tp_size",
+    "--dp": "dp_size",
+    "--data-parallel-size": "dp_size",
+    "--pp": "pp_size",
+    "--pipeline-parallel-size": "pp_size",
+    "--ep": "ep_size",
+    "--expert-parallel-size": "ep_size",
+    "--attention-data-parallel-size": "attn_dp_size",
+    "--attention-context-parallel-size": "attn_cp_size",
+    "--moe-data-parallel-size": "moe_dp_size",
+    "--decode-context-parallel-size": "dcp_size",
+    "--nccl-init-addr": "dist_init_addr",
+}
+
+
+@dataclass(frozen=True)
+class LaunchConfig:
+    """The launch arguments that decide an SGLang deployment's processes and groups.
+
+    Field names and defaults are SGLang's ServerArgs ones. `node_rank` is None when the
+    configuration describes the whole deployment rather than one node's launch.
+    """
+
+    tp_size: int = 1
+    pp_size: int = 1
+    dp_size: int = 1
+    attn_dp_size: int = 1
+    enable_dp_attention: bool = False
+    ep_size: int = 1
+    moe_a2a_backend: str | None = None
+    enable_ep_moe: bool = False
+    enable_deepep_moe: bool = False
+    attn_cp_size: int = 1
+    moe_dp_size: int = 1
+    dcp_size: int = 1
+    nnodes: int = 1
+    node_rank: int | None = None
+    base_gpu_id: int = 0
+    gpu_id_step: int = 1
+    device: str | None = None
+    dist_init_addr: str | None = None
+    watchdog_timeout: float | None = None
+    dist_timeout: float | None = None
+    sglang_version: SglangVersion = field(default_factory=lambda: DEFAULT_VERSION)
+    source: str = "defaults"  # where the values came from, for messages
+
+    @property
+    def is_npu(self) -> bool:
+        return (self.device or "").lower() == "npu"
+
+
+def config_from_fields(
+    values: dict[str, Any], *, source: str, sglang_version: str | None = None
+) -> LaunchConfig:
+    """Build a LaunchConfig from ServerArgs-named values; unknown keys are ignored.
+
+    >>> config_from_fields({"tp_size": 8, "model_path": "x"}, source="test").tp_size
+    8
+    """
+    kwargs: dict[str, Any] = {}
+    for name, default in _INT_FIELDS.items():
+        if values.get(name) is not None:
+            kwargs[name] = _as_int(values[name], name, source)
+    for name in _OPTIONAL_INT_FIELDS:
+        if values.get(name) is not None:
+            kwargs[name] = _as_int(values[name], name, source)
+    for name in _BOOL_FIELDS:
+        if values.get(name) is not None:
+            kwargs[name] = _as_bool(values[name], name, source)
+    for name in _STR_FIELDS:
+        if values.get(name) is not None:
+            kwargs[name] = str(values[name])
+    for name in _FLOAT_FIELDS:
+        if values.get(name) is not None:
+            kwargs[name] = _as_float(values[name], name, source)
+    version_text = sglang_version or values.get("sglang_version")
+    version = parse_version(str(version_text)) if version_text is not None else DEFAULT_VERSION
+    return LaunchConfig(**kwargs, sglang_version=version, source=source)
+
+
+def _as_int(value: Any, name: str, source: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, str, float)):
+        raise ConfigError(f"{source}: {name} must be a whole number, got {value!r}")
+    try:
+        number = float(value) if isinstance(value, str) else value
+    except ValueError:
+        raise ConfigError(f"{source}: {name} must be a whole number, got {value!r}") from None
+    if number != int(number):
+        raise ConfigError(f"{source}: {name} must be a whole number, got {value!r}")
+    return int(number)
+
+
+def _as_float(value: Any, name: str, source: str) -> float:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        raise ConfigError(f"{source}: {name} must be a number of seconds, got {value!r}") from None
+
+
+def _as_bool(value: Any, name: str, source: str) -> bool:
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in ("true", "1", "yes"):
+        return True
+    if text in ("false", "0", "no", "none", ""):
+        return False
+    raise ConfigError(f"{source}: {name} must be true or false, got {value!r}")
+
+
+# --------------------------------------------------------------------------- launch commands
+
+
+def fields_from_command(tokens: list[str]) -> dict[str, Any]:
+    """Read ServerArgs values from launch-command tokens (SGLang's flags and aliases).
+
+    >>> fields_from_command(["python", "-m", "sglang.launch_server", "--tp", "16", "--dp=8",
+    ...                      "--enable-dp-attention"])
+    {'tp_size': '16', 'dp_size': '8', 'enable_dp_attention': True}
+    """
+    known = set(_INT_FIELDS) | set(_OPTIONAL_INT_FIELDS) | set(_STR_FIELDS) | set(_FLOAT_FIELDS)
+    values: dict[str, Any] = {}
+    index = 0
+    while index < len(tokens):
+        token = tokens[index]
+        index += 1
+        if not token.startswith("--"):
+            continue
+        flag, has_value, inline = token.partition("=")
+        name = _FLAG_ALIASES.get(flag, flag[2:].replace("-", "_"))
+        if name in _BOOL_FIELDS:
+            values[name] = _as_bool(inline, name, "command") if has_value else True
+        elif name in known:
+            if has_value:
+                values[name] = inline
+            elif index < len(tokens):
+                values[name] = tokens[index]
+                index += 1
+    return values
+
+
+def split_command(text: str) -> list[str]:
+    """Split a shell launch command (with `\\` continuations and comments) into tokens."""
+    joined = regex.sub(r"\\\r?\n", " ", text)
+    try:
+        return shlex.split(joined, comments=True)
+    except ValueError as error:
+        raise ConfigError(f"cannot read the launch command: {error}; check its quoting") from None
+
+
+# --------------------------------------------------------------------------- server_args line
+
+_SERVER_ARGS = regex.compile(r"server_args=(?:ServerArgs\(|\{)")
+# One field of the repr: `name=value` (dataclass) or `'name': value` (dict). The value is read
+# up to the next top-level separator; strings, brackets and enum reprs are skipped over whole.
+_FIELD = regex.compile(
+    r"""(?:(?<=[(,{]\s*)|^)(?:'(?P<key>\w+)'\s*:\s*|(?P<key>\w+)=)
+        (?P<value>'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*"|<[^<>]*>|
+           (?P<br>[\[{(](?:[^\[\]{}()'"]|'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*"|(?&br))*[\]})])|
+           [^,)}]*)""",
+    regex.VERBOSE,
+)
+
+
+def fields_from_server_args_line(line: str) -> dict[str, Any]:
+    """Read topology fields from a `server_args=ServerArgs(...)` or `server_args={...}` line.
+
+    >>> fields_from_server_args_line(
+    ...   "[2026-02-27 14:33:04] server_args=ServerArgs(model_path='/m', tp_size=16, "
+    ...   "attention_backend=<Backend.FA3: 'fa3'>, dp_size=8, enable_dp_attention=True, node_rank=1)")
+    {'tp_size': 16, 'dp_size': 8, 'enable_dp_attention': True, 'node_rank': 1}
+    """
+    found = _SERVER_ARGS.search(line)
+    if found is None:
+        raise ConfigError("no server_args= line found")
+    wanted = set(_INT_FIELDS) | set(_OPTIONAL_INT_FIELDS) | set(_BOOL_FIELDS)
+    wanted |= set(_STR_FIELDS) | set(_FLOAT_FIELDS)
+    values: dict[str, Any] = {}
+    for match in _FIELD.finditer(line, found.end()):
+        key = match.group("key")
+        if key in wanted and key not in values:
+            values[key] = _python_literal(match.group("value").strip())
+    return values
+
+
+def _python_literal(text: str) -> Any:
+    """A scalar Python repr -> value (`'deepep'`, `16`, `True`, `None`); anything else as text."""
+    if text in ("None", ""):
+        return None
+    if text in ("True", "False"):
+        return text == "True"
+    if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
+        return text[1:-1]
+    enum_value = regex.fullmatch(r"<[\w.]+:\s*'([^']*)'>", text)
+    if enum_value:
+        return enum_value.group(1)
+    try:
+        return int(text)
+    except ValueError:
+        pass
+    try:
+        return float(text)
+    except ValueError:
+        return text
+
+
+# --------------------------------------------------------------------------- files
+
+
+def load_config(
+    path: str | Path, *, sglang_version: str | None = None, validate: bool = True
+) -> LaunchConfig:
+    """Read a launch configuration file in any accepted spelling and check it like SGLang does."""
+    from logcorr.topology import check_config  # topology owns the rules
+
+    config = read_config(path, sglang_version=sglang_version)
+    if validate:
+        check_config(config)
+    return config
+
+
+def read_config(path: str | Path, *, sglang_version: str | None = None) -> LaunchConfig:
+    """Read a launch configuration file without validating the layout."""
+    name = str(path)
+    try:
+        raw = Path(path).read_bytes()
+    except FileNotFoundError:
+        raise ConfigError(f"config file {name} does not exist; pass the path of args.json, "
+                          "a launch command file, or a log holding a server_args= line") from None
+    except OSError as error:
+        raise ConfigError(f"cannot read config file {name}: {error.strerror}") from None
+    text = raw.decode("utf-8", errors="replace")
+    return config_from_text(text, source=name, sglang_version=sglang_version)
+
+
+def config_from_text(
+    text: str, *, source: str, sglang_version: str | None = None
+) -> LaunchConfig:
+    """Decide which spelling `text` is in and read it."""
+    stripped = text.strip()
+    if not stripped:
+        raise ConfigError(f"{source} is empty; it should hold launch args (JSON, a launch "
+                          "command, or a server_args= log line)")
+    if stripped[0] in "[{" and not _SERVER_ARGS.search(stripped[:200]):
+        values = _json_values(stripped, source)
+    elif _SERVER_ARGS.search(text):
+        values = fields_from_server_args_line(_first_server_args_line(text))
+    elif "--" in text:
+        values = fields_from_command(split_command(text))
+    else:
+        raise ConfigError(f"{source}: not a launch configuration; expected a JSON object of "
+                          "ServerArgs fields, a launch command with --tp-size etc., or a log "
+                          "line with server_args=")
+    return config_from_fields(values, source=source, sglang_version=sglang_version)
+
+
+def _json_values(text: str, source: str) -> dict[str, Any]:
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise ConfigError(f"{source} is not valid JSON (line {error.lineno}, column "
+                          f"{error.colno}: {error.msg}); fix the file or pass a launch "
+                          "command instead") from None
+    if isinstance(data, list):
+        if not all(isinstance(token, str) for token in data):
+            raise ConfigError(f"{source}: a JSON array must hold launch-command tokens (strings)")
+        return fields_from_command(data)
+    if not isinstance(data, dict):
+        raise ConfigError(f"{source}: expected a JSON object of ServerArgs fields")
+    nested = data.get("server_args")
+    if isinstance(nested, dict):
+        return {**nested, **{k: v for k, v in data.items() if k == "sglang_version"}}
+    return data
+
+
+def _first_server_args_line(text: str) -> str:
+    found = _SERVER_ARGS.search(text)
+    if found is None:  # callers check first
+        raise ConfigError("no server_args= line found")
+    start = text.rfind("\n", 0, found.start()) + 1
+    end = text.find("\n", found.end())
+    return text[start : end if end >= 0 else len(text)]
+
+
+def with_overrides(config: LaunchConfig, **changes: Any) -> LaunchConfig:
+    """A copy of `config` with some fields replaced (e.g. the node_rank of one log file)."""
+    allowed = {f.name for f in fields(LaunchConfig)}
+    return replace(config, **{k: v for k, v in changes.items() if k in allowed})

@@ -1,0 +1,507 @@
+"""LaunchConfig -> Topology: every scheduler process, its coordinates, and every process group.
+
+All rank arithmetic of logcorr lives here, written from SGLang's own launcher and
+`parallel_state.initialize_model_parallel` (checked against SGLang's code by
+tests/test_topology_sglang.py). Pure Python; no parsing, no polars.
+
+Worked example (the seed note's table): TP16 with attention DP8, one replica.
+
+    attn_tp = 16 // 8 // 1 = 2        tp_rank = attn_dp_rank * attn_tp + attn_tp_rank
+    TP10 -> attn_dp_rank 5, attn_tp_rank 0, prefix " DP5 TP10"
+
+>>> from logcorr.config import LaunchConfig
+>>> topo = build_topology(LaunchConfig(tp_size=16, dp_size=8, enable_dp_attention=True))
+>>> p = topo.process(0, 10)
+>>> (p.attn_dp_rank, p.attn_tp_rank, p.prefix)
+(5, 0, ' DP5 TP10')
+>>> topo.group_members("attention_tp", 10)
+(10, 11)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable, Iterator
+
+from logcorr.config import LaunchConfig
+from logcorr.errors import ConfigError
+
+# --moe-a2a-backend values: the all-to-all backends force ep_size = tp_size; the others don't.
+A2A_EP_SPANNING_BACKENDS = frozenset({
+    "deepep", "deepep_v2", "mooncake", "nixl", "mori", "ascend_fuseep", "flashinfer",
+    "flashinfer_megamoe", "megamoe", "pplx",
+})
+A2A_NON_SPANNING_BACKENDS = frozenset({"none", "ascend_tp"})
+
+# Groups in the order SGLang creates them.
+GROUP_NAMES: tuple[str, ...] = (
+    "world", "tp", "dcp", "attn_cp", "attention_tp", "moe_dp", "moe_ep", "moe_tp", "pp",
+)
+
+# Prefix token -> the process attribute it prints.
+PREFIX_TOKENS: dict[str, str] = {
+    "DP": "dp_rank",
+    "PP": "pp_rank",
+    "ATTN_CP": "attn_cp_rank",
+    "MOE_DP": "moe_dp_rank",
+    "TP": "tp_rank",
+    "EP": "moe_ep_rank",
+}
+
+
+@dataclass(frozen=True)
+class Sizes:
+    """Widths of every parallel dimension (`world` is one replica's WORLD)."""
+
+    tp: int
+    pp: int
+    replicas: int
+    attn_dp: int
+    attn_cp: int
+    attn_tp: int
+    moe_dp: int
+    moe_ep: int
+    moe_tp: int
+    world: int
+    nnodes: int
+    dcp: int = 1
+
+
+@dataclass(frozen=True)
+class Process:
+    """One scheduler process: every coordinate it has, and how its log lines are labelled."""
+
+    node_rank: int
+    replica: int
+    dp_rank: int | None
+    pp_rank: int
+    tp_rank: int
+    world_rank: int
+    gpu_id: int
+    attn_dp_rank: int
+    attn_cp_rank: int
+    attn_tp_rank: int
+    moe_dp_rank: int
+    moe_ep_rank: int
+    moe_tp_rank: int
+    prefix: str
+    proctitle: str
+
+    @property
+    def key(self) -> tuple[int, int]:
+        """Unique id in the deployment: native-DP replicas repeat world ranks."""
+        return (self.replica, self.world_rank)
+
+    def prefix_values(self) -> dict[str, int]:
+        """The rank tokens its log prefix prints, e.g. {"DP": 5, "TP": 10}."""
+        values: dict[str, int] = {}
+        for token in self.prefix.split():
+            name = token.rstrip("0123456789")
+            values[name] = int(token[len(name):])
+        return values
+
+
+@dataclass(frozen=True)
+class Group:
+    """One SGLang process group: its instances' ordered member lists (world ranks)."""
+
+    name: str
+    members: tuple[tuple[int, ...], ...]
+    alias_of: str | None  # the group that owns this communicator, when it is the same object
+
+
+@dataclass(frozen=True)
+class Topology:
+    config: LaunchConfig
+    sizes: Sizes
+    processes: tuple[Process, ...]
+    groups: dict[str, Group]
+
+    # ---- lookups ------------------------------------------------------------------------
+
+    def process(self, replica: int, world_rank: int) -> Process:
+        """The process with world rank `world_rank` in native-DP replica `replica`."""
+        return self.processes[replica * self.sizes.world + world_rank]
+
+    def select(self, criteria: dict[str, int]) -> list[Process]:
+        """Processes whose attributes equal every value in `criteria` (prefix tokens allowed).
+
+        >>> from logcorr.config import LaunchConfig
+        >>> topo = build_topology(LaunchConfig(tp_size=4, dp_size=2))
+        >>> [p.key for p in topo.select({"tp_rank": 1})]
+        [(0, 1), (1, 1)]
+        """
+        return [p for p in self.processes if _matches(p, criteria)]
+
+    def group_instance(self, name: str, world_rank: int) -> tuple[int, ...]:
+        """The member list of the instance of group `name` that holds `world_rank`."""
+        for members in self._group(name).members:
+            if world_rank in members:
+                return members
+        raise ConfigError(f"world rank {world_rank} is outside the {name} group "
+                          f"(world size {self.sizes.world})")
+
+    def group_members(self, name: str, world_rank: int) -> tuple[int, ...]:
+        return self.group_instance(name, world_rank)
+
+    def rank_in_group(self, name: str, world_rank: int) -> int:
+        """`rank_in_group` of `world_rank` in its instance of `name`."""
+        return self.group_instance(name, world_rank).index(world_rank)
+
+    def resolve_group_rank(self, name: str, local_rank: int, *, instance_of: int) -> int | None:
+        """World rank of group-local rank `local_rank` in the instance of `name` that holds
+        world rank `instance_of`; None when the local rank is outside that instance."""
+        members = self.group_instance(name, instance_of)
+        return members[local_rank] if 0 <= local_rank < len(members) else None
+
+    def _group(self, name: str) -> Group:
+        if name not in self.groups:
+            known = ", ".join(self.groups)
+            raise ConfigError(f"no group named {name!r} in this topology; known: {known}")
+        return self.groups[name]
+
+    def owner(self, name: str) -> str:
+        """The group that owns the communicator `name` uses (itself unless an alias)."""
+        return self._group(name).alias_of or name
+
+    def processes_on_node(self, node_rank: int) -> list[Process]:
+        return [p for p in self.processes if p.node_rank == node_rank]
+
+
+def _matches(process: Process, criteria: dict[str, int]) -> bool:
+    prefix = process.prefix_values()
+    for name, value in criteria.items():
+        if name in PREFIX_TOKENS:
+            if prefix.get(name) != value:
+                return False
+        elif getattr(process, name) != value:
+            return False
+    return True
+
+
+# --------------------------------------------------------------------------- widths & rules
+
+
+def sizes_of(config: LaunchConfig) -> Sizes:
+    """Widths SGLang derives from the launch args (docs/sglang-topology.md §1)."""
+    version = config.sglang_version
+    tp, pp = config.tp_size, config.pp_size
+    if config.attn_dp_size > 1:  # 0.5.22+ spelling (or a resolved dump of it)
+        attn_dp, replicas = config.attn_dp_size, config.dp_size
+    elif config.enable_dp_attention:  # `--dp N --enable-dp-attention`
+        attn_dp, replicas = config.dp_size, 1
+    else:
+        attn_dp, replicas = 1, config.dp_size
+    attn_cp = config.attn_cp_size
+    moe_dp = config.moe_dp_size
+    moe_ep = _moe_ep_size(config)
+    attn_tp = tp // max(attn_dp * attn_cp, 1)
+    moe_tp = tp // max(moe_ep * moe_dp, 1)
+    if not version.has_attn_cp_and_moe_dp:
+        moe_tp = tp // max(moe_ep, 1)
+    return Sizes(tp=tp, pp=pp, replicas=replicas, attn_dp=attn_dp, attn_cp=attn_cp,
+                 attn_tp=attn_tp, moe_dp=moe_dp, moe_ep=moe_ep, moe_tp=moe_tp,
+                 world=tp * pp, nnodes=config.nnodes, dcp=config.dcp_size)
+
+
+def _moe_ep_size(config: LaunchConfig) -> int:
+    backend = (config.moe_a2a_backend or "none").lower()
+    if backend in A2A_EP_SPANNING_BACKENDS:
+        return config.tp_size
+    if config.sglang_version.enable_ep_moe_flags and (
+        config.enable_ep_moe or config.enable_deepep_moe
+    ):
+        return config.tp_size
+    return config.ep_size
+
+
+def check_config(config: LaunchConfig) -> None:
+    """Refuse launch args SGLang itself would refuse, naming the rule and the fix."""
+    for problem in _problems(config):
+        raise ConfigError(f"{config.source}: {problem}")
+
+
+def _problems(config: LaunchConfig) -> Iterator[str]:
+    yield from _basic_problems(config)
+    sizes = sizes_of(config)
+    yield from _attention_problems(config, sizes)
+    yield from _moe_problems(config, sizes)
+    yield from _placement_problems(config, sizes)
+
+
+def _basic_problems(config: LaunchConfig) -> Iterator[str]:
+    for name in ("tp_size", "pp_size", "dp_size", "attn_dp_size", "ep_size", "attn_cp_size",
+                 "moe_dp_size", "dcp_size", "nnodes"):
+        if getattr(config, name) < 1:
+            yield f"{name} must be at least 1, got {getattr(config, name)}"
+    if config.base_gpu_id < 0:
+        yield f"base_gpu_id must be non-negative, got {config.base_gpu_id}"
+    if config.gpu_id_step < 1:
+        yield f"gpu_id_step must be positive, got {config.gpu_id_step}"
+    if config.node_rank is not None and not 0 <= config.node_rank < config.nnodes:
+        yield (f"node_rank {config.node_rank} is outside 0..{config.nnodes - 1} "
+               f"(nnodes={config.nnodes}); fix --node-rank or --nnodes")
+    backend = (config.moe_a2a_backend or "none").lower()
+    if backend not in A2A_EP_SPANNING_BACKENDS | A2A_NON_SPANNING_BACKENDS:
+        yield (f"unknown moe_a2a_backend {config.moe_a2a_backend!r}; SGLang accepts "
+               f"{', '.join(sorted(A2A_EP_SPANNING_BACKENDS | A2A_NON_SPANNING_BACKENDS))}")
+    version = config.sglang_version
+    if not version.has_attn_cp_and_moe_dp and (config.attn_cp_size > 1 or config.moe_dp_size > 1):
+        yield (f"attn_cp_size and moe_dp_size need SGLang 0.5.9 or newer (version {version}); "
+               "pass --sglang-version or drop them")
+    if not version.has_pipeline_parallel and config.pp_size > 1:
+        yield f"pipeline parallelism needs SGLang 0.4.7 or newer (version {version})"
+
+
+def _attention_problems(config: LaunchConfig, sizes: Sizes) -> Iterator[str]:
+    if config.attn_dp_size > 1 and config.dp_size > 1:
+        yield (f"dp_size {config.dp_size} with attn_dp_size {config.attn_dp_size}: data-parallel "
+               "replicas combined with attention data parallelism are not supported; use one")
+    if sizes.tp % sizes.attn_cp:
+        yield (f"tp_size {sizes.tp} must be divisible by attn_cp_size {sizes.attn_cp}")
+    elif sizes.tp % (sizes.attn_dp * sizes.attn_cp):
+        yield (f"tp_size {sizes.tp} must be divisible by attention-DP size {sizes.attn_dp} x "
+               f"attn_cp_size {sizes.attn_cp}; choose a dp/attn-dp size that divides tp")
+    if sizes.tp % sizes.dcp:
+        yield f"tp_size {sizes.tp} must be divisible by dcp_size {sizes.dcp}"
+
+
+def _moe_problems(config: LaunchConfig, sizes: Sizes) -> Iterator[str]:
+    tp, ep, moe_dp = sizes.tp, sizes.moe_ep, sizes.moe_dp
+    if moe_dp > 1:
+        if tp % moe_dp:
+            yield f"tp_size {tp} must be divisible by moe_dp_size {moe_dp}"
+        if ep * moe_dp > tp:
+            yield (f"ep_size {ep} x moe_dp_size {moe_dp} must be at most tp_size {tp}")
+        elif ep > 1 and ep * moe_dp != tp:
+            yield (f"ep_size {ep} x moe_dp_size {moe_dp} must equal tp_size {tp} when "
+                   "expert parallelism is on; use --no-validate to compute the layout anyway")
+        if sizes.pp > 1:
+            yield "moe_dp_size > 1 is not supported together with pipeline parallelism (pp_size > 1)"
+    if sizes.attn_cp != moe_dp and moe_dp != 1:
+        yield (f"attn_cp_size {sizes.attn_cp} != moe_dp_size {moe_dp} is only supported when "
+               "moe_dp_size == 1; set --attn-cp-size equal to --moe-dp-size")
+    if ep * moe_dp > tp and moe_dp == 1:
+        yield f"ep_size {ep} must be at most tp_size {tp}"
+    elif tp % (ep * moe_dp):
+        yield f"tp_size {tp} must be divisible by ep_size {ep} x moe_dp_size {moe_dp}"
+
+
+def _placement_problems(config: LaunchConfig, sizes: Sizes) -> Iterator[str]:
+    if (sizes.tp * sizes.pp) % sizes.nnodes:
+        yield (f"tp_size x pp_size ({sizes.tp * sizes.pp}) must be divisible by nnodes "
+               f"{sizes.nnodes}")
+    if sizes.replicas > 1 and sizes.nnodes > 1:
+        yield ("multi-node data-parallel replicas are not supported; use attention DP "
+               "(--enable-dp-attention / --attn-dp-size) across nodes")
+    if sizes.nnodes > sizes.pp and sizes.nnodes % sizes.pp:
+        yield (f"nnodes {sizes.nnodes} must be a multiple of pp_size {sizes.pp} when a pipeline "
+               "stage spans several nodes")
+
+
+# --------------------------------------------------------------------------- processes
+
+
+def build_topology(config: LaunchConfig, *, validate: bool = True) -> Topology:
+    """Every scheduler process and process group of the deployment `config` launches."""
+    if validate:
+        check_config(config)
+    sizes = sizes_of(config)
+    if min(sizes.attn_tp, sizes.moe_tp, sizes.world) < 1:
+        raise ConfigError(f"{config.source}: the widths leave no rank for attention or MoE "
+                          "tensor parallelism; check tp_size against dp/cp/ep sizes")
+    processes = sorted(_spawn_all(config, sizes), key=lambda p: p.key)
+    return Topology(config=config, sizes=sizes, processes=tuple(processes),
+                    groups=build_groups(config, sizes))
+
+
+def _spawn_all(config: LaunchConfig, sizes: Sizes) -> Iterator[Process]:
+    """Replay the launcher on every node: pp-major, tp-minor, per replica."""
+    for replica in range(sizes.replicas):
+        for node_rank in range(sizes.nnodes):
+            for pp_rank, tp_rank, gpu_id in node_slots(config, sizes, node_rank, replica):
+                yield make_process(config, sizes, node_rank, replica, pp_rank, tp_rank, gpu_id)
+
+
+def node_slots(
+    config: LaunchConfig, sizes: Sizes, node_rank: int, replica: int
+) -> Iterator[tuple[int, int, int]]:
+    """(pp_rank, tp_rank, gpu_id) of the schedulers one node launches, in launch order.
+
+    Example: TP4 x PP2 on 2 nodes -> node 0 runs PP0 (TP0..3 on GPUs 0..3), node 1 runs PP1.
+    >>> from logcorr.config import LaunchConfig
+    >>> c = LaunchConfig(tp_size=4, pp_size=2, nnodes=2)
+    >>> list(node_slots(c, sizes_of(c), 1, 0))
+    [(1, 0, 0), (1, 1, 1), (1, 2, 2), (1, 3, 3)]
+    """
+    pp_per_node = max(sizes.pp // sizes.nnodes, 1)
+    nodes_per_pp = max(sizes.nnodes // sizes.pp, 1)
+    tp_per_node = sizes.tp // nodes_per_pp
+    first_pp = pp_per_node * (node_rank // nodes_per_pp)
+    first_tp = tp_per_node * (node_rank % nodes_per_pp)
+    replica_offset = replica * config.sglang_version.replica_gpu_stride(
+        sizes.tp, sizes.pp, config.gpu_id_step)
+    for pp_rank in range(first_pp, first_pp + pp_per_node):
+        for tp_rank in range(first_tp, first_tp + tp_per_node):
+            gpu_id = (config.base_gpu_id + replica_offset
+                      + (pp_rank % pp_per_node) * tp_per_node
+                      + (tp_rank % tp_per_node) * config.gpu_id_step)
+            yield pp_rank, tp_rank, gpu_id
+
+
+def make_process(
+    config: LaunchConfig, sizes: Sizes, node_rank: int, replica: int, pp_rank: int,
+    tp_rank: int, gpu_id: int,
+) -> Process:
+    """All coordinates of the scheduler at (replica, pp_rank, tp_rank)."""
+    ranks = decompose_tp_rank(tp_rank, sizes, config)
+    if sizes.replicas > 1:
+        dp_rank: int | None = replica
+    elif sizes.attn_dp > 1:
+        dp_rank = ranks["attn_dp_rank"]
+    else:
+        dp_rank = None
+    prefix = format_prefix(config, sizes, dp_rank=dp_rank, pp_rank=pp_rank, tp_rank=tp_rank,
+                           **{k: ranks[k] for k in ("attn_cp_rank", "moe_dp_rank", "moe_ep_rank")})
+    return Process(node_rank=node_rank, replica=replica, dp_rank=dp_rank, pp_rank=pp_rank,
+                   tp_rank=tp_rank, world_rank=sizes.tp * pp_rank + tp_rank, gpu_id=gpu_id,
+                   prefix=prefix, proctitle="sglang::scheduler" + prefix.replace(" ", "_"),
+                   **ranks)
+
+
+def decompose_tp_rank(tp_rank: int, sizes: Sizes, config: LaunchConfig) -> dict[str, int]:
+    """tp_rank -> attention (dp, cp, tp) and MoE (dp, ep, tp) ranks, last varying fastest.
+
+    TP8, attn_cp 2, moe_dp 2, ep 4 (moe_tp 1):
+    | tp_rank | attn (dp,cp,tp) | moe (dp,ep,tp) |
+    |   6     | (0, 1, 2)       | (1, 2, 0)      |
+    >>> from logcorr.config import LaunchConfig
+    >>> c = LaunchConfig(tp_size=8, attn_cp_size=2, moe_dp_size=2, ep_size=4)
+    >>> r = decompose_tp_rank(6, sizes_of(c), c)
+    >>> (r["moe_dp_rank"], r["moe_ep_rank"], r["moe_tp_rank"], r["attn_cp_rank"])
+    (1, 2, 0, 1)
+    """
+    t, tp = tp_rank, sizes.tp
+    attn_cp_rank = (t // sizes.attn_tp) % sizes.attn_cp
+    moe_block = tp // sizes.moe_dp  # ranks per moe_dp index
+    moe_dp_rank = t // moe_block
+    if sizes.moe_dp < sizes.attn_cp and config.sglang_version.moe_dp_rank_from_attn_cp:
+        moe_dp_rank = attn_cp_rank
+    return {
+        "attn_dp_rank": t // (sizes.attn_tp * sizes.attn_cp),
+        "attn_cp_rank": attn_cp_rank,
+        "attn_tp_rank": t % sizes.attn_tp,
+        "moe_dp_rank": moe_dp_rank,
+        "moe_ep_rank": (t % moe_block) // (moe_block // sizes.moe_ep),
+        "moe_tp_rank": t % sizes.moe_tp,
+    }
+
+
+def compose_tp_rank(sizes: Sizes, *, attn_dp_rank: int, attn_cp_rank: int,
+                    attn_tp_rank: int) -> int:
+    """Inverse of the attention decomposition: (dp, cp, tp) -> tp_rank."""
+    return (attn_dp_rank * sizes.attn_cp + attn_cp_rank) * sizes.attn_tp + attn_tp_rank
+
+
+def compose_moe_tp_rank(sizes: Sizes, *, moe_dp_rank: int, moe_ep_rank: int,
+                        moe_tp_rank: int) -> int:
+    """Inverse of the MoE decomposition: (moe_dp, ep, moe_tp) -> tp_rank."""
+    return (moe_dp_rank * sizes.moe_ep + moe_ep_rank) * sizes.moe_tp + moe_tp_rank
+
+
+def format_prefix(config: LaunchConfig, sizes: Sizes, *, dp_rank: int | None, pp_rank: int,
+                  attn_cp_rank: int, moe_dp_rank: int, tp_rank: int, moe_ep_rank: int) -> str:
+    """The text SGLang puts after the timestamp of a scheduler's log lines, in its version's
+    token order (e.g. " DP5 TP10 EP10"; "" for a TP1 scheduler of a recent version)."""
+    version = config.sglang_version
+    shown = {
+        "DP": dp_rank,
+        "PP": pp_rank if sizes.pp > 1 else None,
+        "ATTN_CP": attn_cp_rank if sizes.attn_cp > 1 else None,
+        "MOE_DP": moe_dp_rank if sizes.moe_dp > 1 else None,
+        "TP": tp_rank if sizes.tp > 1 or version.tp_token_always else None,
+        "EP": moe_ep_rank if sizes.moe_ep > 1 else None,
+    }
+    return "".join(f" {name}{shown[name]}" for name in version.prefix_order
+                   if shown.get(name) is not None)
+
+
+# --------------------------------------------------------------------------- groups
+
+
+def build_groups(config: LaunchConfig, sizes: Sizes) -> dict[str, Group]:
+    """Every group `initialize_model_parallel` builds, with SGLang's alias rules.
+
+    TP8 with moe_dp 2, ep 4, attn_cp 2 (moe_tp 1):
+        moe_ep = [0 1 2 3] [4 5 6 7]      moe_dp = attn_cp = [0 4] [1 5] [2 6] [3 7]
+    """
+    version = config.sglang_version
+    tp_blocks = [range(g * sizes.tp, (g + 1) * sizes.tp) for g in range(sizes.pp)]
+    groups: dict[str, Group] = {"world": Group("world", (tuple(range(sizes.world)),), None)}
+    groups["tp"] = Group("tp", tuple(tuple(block) for block in tp_blocks), None)
+    if sizes.dcp > 1:
+        groups["dcp"] = Group("dcp", _slices(tp_blocks, sizes.dcp), None)
+    if version.has_attn_cp_and_moe_dp:
+        _add(groups, "attn_cp", sizes.attn_cp == sizes.tp and "tp",
+             _strided(tp_blocks, sizes.attn_tp * sizes.attn_cp, sizes.attn_tp))
+    _add(groups, "attention_tp", sizes.attn_tp == sizes.tp and "tp",
+         _slices(tp_blocks, sizes.attn_tp))
+    if version.has_attn_cp_and_moe_dp:
+        if version.moe_dp_aliases_attn_cp and sizes.attn_cp > sizes.moe_dp:
+            moe_dp_alias: str | bool = "attn_cp"
+        else:
+            moe_dp_alias = sizes.moe_dp == sizes.tp and "tp"
+        _add(groups, "moe_dp", moe_dp_alias,
+             _strided(tp_blocks, sizes.tp, sizes.moe_tp * sizes.moe_ep))
+    npu_own_ep = config.is_npu and version.npu_standalone_moe_ep
+    _add(groups, "moe_ep", sizes.moe_ep == sizes.tp and not npu_own_ep and "tp",
+         _strided(tp_blocks, sizes.moe_ep * sizes.moe_tp, sizes.moe_tp))
+    _add(groups, "moe_tp", sizes.moe_tp == sizes.tp and "tp", _slices(tp_blocks, sizes.moe_tp))
+    groups["pp"] = Group("pp", tuple(tuple(range(i, sizes.world, sizes.tp))
+                                     for i in range(sizes.tp)), None)
+    return groups
+
+
+def _add(groups: dict[str, Group], name: str, alias: str | bool,
+         members: tuple[tuple[int, ...], ...]) -> None:
+    if isinstance(alias, str):
+        owner = groups[alias].alias_of or alias
+        groups[name] = Group(name, groups[owner].members, owner)
+    else:
+        groups[name] = Group(name, members, None)
+
+
+def _slices(blocks: Iterable[range], width: int) -> tuple[tuple[int, ...], ...]:
+    """Contiguous runs of `width` ranks inside each TP block."""
+    return tuple(tuple(block[i:i + width]) for block in blocks
+                 for i in range(0, len(block), width))
+
+
+def _strided(blocks: Iterable[range], span: int, stride: int) -> tuple[tuple[int, ...], ...]:
+    """Inside each span of `span` ranks of a TP block, one group per offset < stride, taking
+    every `stride`-th rank: span 8, stride 2 -> [0 2 4 6] [1 3 5 7]."""
+    return tuple(tuple(block[start + offset:start + span:stride])
+                 for block in blocks for start in range(0, len(block), span)
+                 for offset in range(stride))
+
+
+# --------------------------------------------------------------------------- JSON view
+
+
+def topology_to_json(topology: Topology) -> dict[str, object]:
+    """The `logcorr topology --format json` document (a contract other tools compare)."""
+    s = topology.sizes
+    sizes = {"tp": s.tp, "pp": s.pp, "replicas": s.replicas, "attn_dp": s.attn_dp,
+             "attn_cp": s.attn_cp, "attn_tp": s.attn_tp, "moe_dp": s.moe_dp, "moe_ep": s.moe_ep,
+             "moe_tp": s.moe_tp, "world": s.world, "nnodes": s.nnodes}
+    processes = [{name: getattr(p, name) for name in PROCESS_FIELDS} for p in topology.processes]
+    groups = {g.name: {"members": [list(m) for m in g.members], "alias_of": g.alias_of}
+              for g in topology.groups.values()}
+    return {"sizes": sizes, "processes": processes, "groups": groups}
+
+
+PROCESS_FIELDS: tuple[str, ...] = (
+    "node_rank", "replica", "dp_rank", "pp_rank", "tp_rank", "world_rank", "gpu_id",
+    "attn_dp_rank", "attn_cp_rank", "attn_tp_rank", "moe_dp_rank", "moe_ep_rank", "moe_tp_rank",
+    "prefix", "proctitle",
+)
