@@ -1,0 +1,85 @@
+"""Line families: `parse(lines)` turns physical lines into record parts with their fields.
+
+Pipeline (all whole-column polars work; no Python per line):
+
+1. fast path: lines that start `[20` and hold no second header -> SGLang fixed-offset parser;
+2. the rest: peel wrappers (`wrappers.peel`), split glued lines (`parts.split`), clean the body
+   (`wrappers.clean`), then offer the rows to each family in turn; a family takes the rows its
+   cheap literal test selects and its pattern confirms, and hands back the others;
+3. whatever no family takes is `other`; wrapper fields fill host/pid/torch_rank/ts gaps.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import polars as pl
+
+from logcorr.formats import misc, nccl, parts, python, sglang, torch, wrappers
+from logcorr.formats._common import empty_parsed, finalize
+
+Family = tuple[
+    Callable[[pl.Expr], pl.Expr], Callable[[pl.DataFrame], tuple[pl.DataFrame, pl.DataFrame]]
+]
+# Order matters: the first family whose test and pattern accept a row takes it.
+FAMILIES: tuple[Family, ...] = (
+    (nccl.candidates, nccl.parse),
+    (sglang.general_candidates, sglang.parse_general),
+    (torch.candidates, torch.parse),
+    (python.glog_candidates, python.parse_glog),
+    (torch.cpp_candidates, torch.parse_cpp),
+    (misc.candidates, misc.parse),
+    (python.candidates, python.parse),
+)
+_WRAPPER_FILLS = {"host": "_w_host", "pid": "_w_pid", "torch_rank": "_w_torch_rank", "ts": "_w_ts"}
+
+__all__ = ["parse"]
+
+
+def parse(lines: pl.DataFrame) -> pl.DataFrame:
+    """Physical lines (LINES_SCHEMA) -> record parts with their fields (PARSED_SCHEMA)."""
+    if lines.height == 0:
+        return empty_parsed()
+    df = lines.select("file_id", "line", "text").with_row_index("_row")
+    fast_rows = sglang.fast_candidates(pl.col("text")) & ~parts.hint(pl.col("text"))
+    fast = df.filter(fast_rows).with_columns(
+        part=pl.lit(0, pl.UInt16), body=pl.col("text"), pbody=pl.col("text")
+    )
+    fast_parsed, fast_bad = sglang.parse_fast(fast)
+    rest = pl.concat([df.filter(~fast_rows), fast_bad.select(df.columns)])
+    results = [fast_parsed, *_parse_rest(rest)]
+    out = pl.concat(results, how="diagonal_relaxed")
+    return finalize(_fill_from_wrappers(out).sort("_row", "part"))
+
+
+def _parse_rest(rest: pl.DataFrame) -> list[pl.DataFrame]:
+    """Wrappers, parts and the family cascade for the rows off the fast path."""
+    if rest.height == 0:
+        return []
+    rest = parts.split(wrappers.peel(rest))
+    remaining = rest.with_columns(pbody=wrappers.clean(pl.col("body")))
+    results: list[pl.DataFrame] = []
+    for test, family_parse in FAMILIES:
+        chosen = test(pl.col("pbody")).fill_null(False)
+        parsed, refused = family_parse(remaining.filter(chosen))
+        results.append(parsed)
+        remaining = pl.concat([remaining.filter(~chosen), refused], how="diagonal_relaxed")
+    results.append(remaining.with_columns(source=pl.lit("other"), starts_record=pl.lit(False)))
+    return results
+
+
+def _fill_from_wrappers(df: pl.DataFrame) -> pl.DataFrame:
+    """Fields a wrapper gave fill what the inner line left empty."""
+    fills = []
+    for name, wrapped in _WRAPPER_FILLS.items():
+        if wrapped in df.columns:
+            current = pl.col(name) if name in df.columns else pl.lit(None)
+            fills.append(pl.coalesce(current, pl.col(wrapped)).alias(name))
+    if "_w_ts" in df.columns:
+        fills.append(
+            pl.when(pl.col("ts_has_date").is_null() & pl.col("_w_ts").is_not_null())
+            .then(True)
+            .otherwise(pl.col("ts_has_date") if "ts_has_date" in df.columns else None)
+            .alias("ts_has_date")
+        )
+    return df.with_columns(fills) if fills else df

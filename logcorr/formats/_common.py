@@ -1,0 +1,65 @@
+"""Helpers shared by the line-family parsers: column names, casts, timestamp builders.
+
+Internal columns (dropped by `finalize`): `_row` (physical row index), `body` (the part's raw text
+without wrapper prefix), `pbody` (the body cleaned for parsing: colour codes and Ray dedup suffixes
+removed), `_w_*` (fields found in wrappers).
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from logcorr.model import PARSED_SCHEMA
+
+# Marks split points inside a line; lines that already hold it are never split.
+SENTINEL = "\ue000"
+
+PLACEHOLDER_DATE = "2000-01-01"
+# The SGLang date-time prefix and its rank tokens (order-free; PID is the proposed trailing token).
+RANK_TOKEN = r"(?:DP|PP|ATTN_CP|MOE_DP|TP|EP|PID)\d+"
+SGL_STAMP = r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d{3})?"
+SGL_HEADER = rf"\[{SGL_STAMP}(?: {RANK_TOKEN})*\] "
+# An NCCL header: host:pid:tid [dev] (src.cc:line )?NCCL
+NCCL_HOST = r"[\w.\-\[\]]+"
+NCCL_HEADER = rf"{NCCL_HOST}:\d+:\d+ \[\d+\] (?:[\w./\-]+:\d+ )?NCCL "
+
+BODY = pl.col("pbody")
+
+
+def as_int(expr: pl.Expr, dtype: pl.DataType) -> pl.Expr:
+    """A string (or null) column cast to an integer type; bad values -> null."""
+    return expr.cast(dtype, strict=False)
+
+
+def datetime_from(text: pl.Expr, fmt: str) -> pl.Expr:
+    """Parse `text` with `fmt` to Datetime(us); anything that does not parse -> null."""
+    return text.str.to_datetime(fmt, time_unit="us", strict=False)
+
+
+def month_day_stamp(mmdd: pl.Expr, hms: pl.Expr, frac: pl.Expr) -> pl.Expr:
+    """`MMDD`/`MDD` + `HH:MM:SS` + digits -> Datetime in placeholder year 2000 (a leap year).
+
+    The month of c10 headers is not zero-padded (`E210` is Feb 10); the last two digits are the
+    day. The fraction keeps microseconds (nanoseconds are cut, missing digits padded).
+    """
+    month = mmdd.str.slice(0, mmdd.str.len_chars() - 2).str.zfill(2)
+    day = mmdd.str.slice(-2)
+    micros = frac.fill_null("").str.slice(0, 6).str.pad_end(6, "0")
+    stamp = pl.concat_str([pl.lit("2000-"), month, pl.lit("-"), day, pl.lit(" "), hms, pl.lit("."), micros])
+    return datetime_from(stamp, "%Y-%m-%d %H:%M:%S%.6f")
+
+
+def empty_parsed() -> pl.DataFrame:
+    """A frame with the PARSED_SCHEMA columns and no rows."""
+    return pl.DataFrame(schema=PARSED_SCHEMA)
+
+
+def finalize(df: pl.DataFrame) -> pl.DataFrame:
+    """Keep exactly the PARSED_SCHEMA columns, in order, with their dtypes (missing -> null)."""
+    present = set(df.columns)
+    return df.select(
+        [
+            (pl.col(name) if name in present else pl.lit(None)).cast(dtype).alias(name)
+            for name, dtype in PARSED_SCHEMA.items()
+        ]
+    )

@@ -1,0 +1,83 @@
+"""NCCL debug lines: `host:pid:tid [cudaDev] (src.cc:line )?NCCL LEVEL msg`.
+
+The header (everything before ` NCCL `) has few distinct values (one per process thread), so it is
+parsed once per distinct value and joined back. Communicator lines (`comm 0x… rank r nranks n …
+commId 0x… - Init COMPLETE`) are a small subset parsed with one regex. A header glued after a bare
+SGLang time stamp (`[2026-02-25 16:41:56] host:…`) is accepted and gives the line its time.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from logcorr.formats._common import BODY, NCCL_HOST, as_int, datetime_from
+
+_HEAD = (
+    r"^(?:\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d{3})?)\] )?"
+    r"(" + NCCL_HOST + r"):(\d+):(\d+) \[(\d+)\](?: [\w./\-]+:\d+)?$"
+)
+COMM = (
+    r"(?:\[Rank \d+\] )?(?:(?:ncclCommInitRank(?:Config)?|ncclCommInitAll|ncclCommSplit) )?"
+    r"comm (0x[0-9a-fA-F]+) rank (-?\d+) n[Rr]anks (\d+)"
+)
+_COMM_ID = r" commId (0x[0-9a-fA-F]+)"
+_PHASE = r" - (Init START|Init COMPLETE|Abort COMPLETE)\s*$"
+
+
+def candidates(body: pl.Expr) -> pl.Expr:
+    """Cheap test: the line may be an NCCL line."""
+    return body.str.contains(" NCCL ", literal=True) | body.str.starts_with("NCCL version")
+
+
+def parse(df: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Parse NCCL rows; return (parsed, rows that are not NCCL lines)."""
+    cut = BODY.str.find(" NCCL ", literal=True)
+    df = df.with_columns(_head=BODY.str.slice(0, cut), _after=BODY.str.slice(cut.fill_null(0)))
+    df = df.join(_head_table(df.get_column("_head")), on="_head", how="left")
+    ok = pl.col("_host").is_not_null() | (
+        BODY.str.starts_with("NCCL version ")
+    )
+    ok = ok.fill_null(False)
+    bad = df.filter(~ok).drop("_head", "_after", "_host", "_pid", "_tid", "_dev", "_ts")
+    good = df.filter(ok).with_columns(
+        source=pl.lit("nccl"),
+        starts_record=pl.col("_host").is_not_null(),
+        host=pl.col("_host"),
+        pid=pl.col("_pid"),
+        tid=pl.col("_tid"),
+        device_id=pl.col("_dev"),
+        ts=pl.col("_ts"),
+        ts_has_date=pl.when(pl.col("_ts").is_not_null()).then(True),
+        ts_has_year=pl.when(pl.col("_ts").is_not_null()).then(True),
+        _comm=pl.col("_after").str.contains("comm 0x", literal=True),
+    ).drop("_head", "_host", "_pid", "_tid", "_dev", "_ts")
+    comm = _comm_fields(good.filter(pl.col("_comm")))
+    rest = good.filter(~pl.col("_comm"))
+    return pl.concat([rest, comm], how="diagonal_relaxed").drop("_after", "_comm"), bad
+
+
+def _head_table(heads: pl.Series) -> pl.DataFrame:
+    """One row per distinct header: host, pid, tid, device and the optional bare time stamp."""
+    table = heads.drop_nulls().unique().to_frame("_head")
+    groups = pl.col("_head").str.extract_groups(_HEAD)
+    field = groups.struct.field
+    return table.with_columns(
+        _ts=datetime_from(field("1"), "%Y-%m-%d %H:%M:%S%.f"),
+        _host=field("2"),
+        _pid=as_int(field("3"), pl.Int64()),
+        _tid=as_int(field("4"), pl.Int64()),
+        _dev=as_int(field("5"), pl.Int32()),
+    )
+
+
+def _comm_fields(df: pl.DataFrame) -> pl.DataFrame:
+    """comm pointer, commId, rank in comm, nranks and init/abort phase of communicator lines."""
+    groups = pl.col("_after").str.extract_groups(COMM)
+    field = groups.struct.field
+    return df.with_columns(
+        comm=field("1"),
+        comm_rank=as_int(field("2"), pl.Int32()),
+        comm_nranks=as_int(field("3"), pl.Int32()),
+        comm_id=pl.col("_after").str.extract(_COMM_ID, 1),
+        nccl_phase=pl.col("_after").str.extract(_PHASE, 1),
+    )

@@ -1,0 +1,103 @@
+"""Outer prefixes added by launchers, collectors and viewers, peeled before parsing.
+
+The `text` column is never changed: `peel` adds `_wrap` (the peeled prefix, "" when none), `body`
+(the rest of the line) and the wrapper's fields; `clean` derives `pbody` (what the family parsers
+read) by removing colour codes and Ray's dedup suffix wherever they are.
+
+Shapes (outermost first; every piece optional):
+
+    pdsh host        rdma-gpu-train-worker-0: <line with a header>
+    NULs / ANSI      ^@^@  \\x1b[0m
+    viewer number    [80746]
+    CRI              2025-07-25T07:53:08.21748708+08:00 stdout F
+    Loki             1779264164797<TAB>2026-05-20T08:02:44.797Z<TAB>
+    collector        [2025-02-27T16:30:43.48675097Z]
+    local collector  2025-03-27 17:31:09.952  sm228-a100-40g-23
+    milabench        dinov2-giant-nodes.cn-d004 [stderr]
+    Ray              \\x1b[36m(RayWorkerWrapper pid=270291, ip=10.175.94.190)\\x1b[0m  (or lost-ESC [36m)
+    torchrun/NeMo    1067:[default0]:[rank0]:   nemo.collections.llm.api.pretrain/0 [default0]:
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from logcorr.formats._common import NCCL_HOST, as_int, datetime_from
+
+_COLOUR = r"(?:\x1b\[[0-9;?]*[A-Za-z]|\[[0-9;]{1,6}m)"
+_ISO = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?"
+
+PDSH = (
+    r"^([A-Za-z][\w.\-]*): (?:" + NCCL_HOST + r":\d+:\d+ \[\d+\] |\[\d{4}-\d\d-\d\d[ T]"
+    r"|\[rank\d+\]:|\[[IWEF]\d{3,4} |\[\d\d:\d\d:\d\d[ \]]|\[default\d+\]:)"
+)
+
+WRAP = (
+    r"^(?P<wrap>"
+    r"(?:\x00|\x1b\[[0-9;?]*[A-Za-z])*"
+    r"(?:\[\d{1,9}\] )?"
+    r"(?:(?P<cri>" + _ISO + r"(?:Z|[+-]\d\d:\d\d)) (?:stdout|stderr) [FP] "
+    r"|\d{10,16}\t(?P<loki>" + _ISO + r"Z)\t"
+    r"|\[(?P<coll>" + _ISO + r"Z)\] ?"
+    r"|(?P<lts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3})  (?P<lhost>[^\s\[\]]+) )?"
+    r"(?:(?P<mhost>[\w.\-]+) \[(?:stdout|stderr)\] )?"
+    r"(?: ?" + _COLOUR + r"?\(\w+ pid=(?P<rpid>\d+)(?:, ip=[\d.]+)?\) ?" + _COLOUR + r"? ?)?"
+    r"(?: ?(?:(?:[\w.\-]+/\d+ |\d+:)?\[default\d+\]:)?(?:\[rank(?P<trank>\d+)\]:)+ ?"
+    r"| ?(?:[\w.\-]+/\d+ |\d+:)?\[default\d+\]:)?"
+    r")"
+)
+
+_JUNK = r"\x1b\[[0-9;?]*[A-Za-z]|\[[0-9;]{1,6}m| ?\[repeated \d+x across cluster\]"
+_JUNK_HINTS = ["\x1b", "[repeated ", "[0m", "[36m", "[32m", "[33m", "[31m", "[1m"]
+# First characters a wrapped line can start with (a SGLang `[YYYY-MM-DD HH` line never is).
+_WRAP_STARTS = r"^(?:[\x00\x1b (0-9]|\[(?:\d{1,9}\]|20\d\d-\d\d-\d\dT|default|rank|\d\dm|\d;)|[\w.\-]+ \[std|[\w.\-]+/\d+ \[def)"
+
+
+def peel(df: pl.DataFrame) -> pl.DataFrame:
+    """Add `_wrap`, `body`, `wrap_ts`, `_w_ts`, `_w_host`, `_w_pid`, `_w_torch_rank`."""
+    df = df.with_columns(_pdsh=pl.col("text").str.extract(PDSH, 1))
+    df = df.with_columns(
+        _inner=pl.when(pl.col("_pdsh").is_null())
+        .then(pl.col("text"))
+        .otherwise(pl.col("text").str.slice(pl.col("_pdsh").str.len_chars() + 2))
+    )
+    maybe = pl.col("_inner").str.contains(_WRAP_STARTS)
+    wrapped = df.filter(maybe)
+    plain = df.filter(~maybe)
+    wrapped = _wrapper_fields(wrapped)
+    df = pl.concat([plain, wrapped], how="diagonal_relaxed")
+    prefix = pl.col("_pdsh").str.len_chars().fill_null(-2) + 2 + pl.col("_wlen").fill_null(0)
+    return df.with_columns(
+        _wrap=pl.col("text").str.slice(0, prefix),
+        body=pl.col("text").str.slice(prefix),
+        _w_host=pl.coalesce("_pdsh", "_w_host") if "_w_host" in df.columns else pl.col("_pdsh"),
+    ).drop("_pdsh", "_inner", "_wlen", strict=False)
+
+
+def _wrapper_fields(df: pl.DataFrame) -> pl.DataFrame:
+    """Extract the wrapper pieces of rows whose first characters look wrapped."""
+    groups = pl.col("_inner").str.extract_groups(WRAP)
+    df = df.with_columns(_g=groups).unnest("_g")
+    cri = pl.col("cri")
+    return df.with_columns(
+        _wlen=pl.col("wrap").str.len_chars(),
+        wrap_ts=pl.coalesce(
+            cri.str.to_datetime("%Y-%m-%dT%H:%M:%S%.f%:z", time_unit="us", strict=False),
+            pl.coalesce("loki", "coll").str.to_datetime(
+                "%Y-%m-%dT%H:%M:%S%.fZ", time_unit="us", strict=False
+            ).dt.replace_time_zone("UTC"),
+        ).dt.convert_time_zone("UTC"),
+        _w_ts=datetime_from(pl.col("lts"), "%Y-%m-%d %H:%M:%S%.3f"),
+        _w_host=pl.coalesce("lhost", "mhost"),
+        _w_pid=as_int(pl.col("rpid"), pl.Int64()),
+        _w_torch_rank=as_int(pl.col("trank"), pl.Int32()),
+    ).drop("wrap", "cri", "loki", "coll", "lts", "lhost", "mhost", "rpid", "trank")
+
+
+def clean(body: pl.Expr) -> pl.Expr:
+    """`body` without colour codes and Ray dedup suffixes (only rows holding a hint are touched)."""
+    return (
+        pl.when(body.str.contains_any(_JUNK_HINTS))
+        .then(body.str.replace_all(_JUNK, ""))
+        .otherwise(body)
+    )
