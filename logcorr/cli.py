@@ -7,13 +7,20 @@ Exit codes: 0 success; 1 findings of severity error with --exit-code, or a faile
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
-from typing import Callable, Sequence
+from typing import Callable, Iterator, Sequence, TextIO
+
+import polars as pl
+from rich.text import Text
 
 from rich.console import Console
 
 from logcorr import __version__
+from logcorr.api import Analysis, analyze, select_rows
+from logcorr.output import MACHINE_FORMATS, filter_time, parse_clock_offsets, write_machine
+from logcorr.render_timeline import head_tail, header, text_lines, timeline_table
 from logcorr.config import load_config
 from logcorr.errors import InputError, LogcorrError
 from logcorr.render_topology import render_rank, render_topology
@@ -21,6 +28,7 @@ from logcorr.selector import parse_selector
 from logcorr.topology import build_topology, topology_to_json
 
 Handler = Callable[[argparse.Namespace], int]
+FORMATS = ("rich", "text", "jsonl", "csv", "parquet")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -37,6 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", parser_class=_Parser, metavar="COMMAND")
     commands.required = True
     _add_topology(commands)
+    _add_analyze(commands)
     return parser
 
 
@@ -83,6 +92,71 @@ def _run_topology(args: argparse.Namespace) -> int:
     console = Console(soft_wrap=False)
     console.print(render_rank(topology, processes) if args.rank else render_topology(topology))
     return 0
+
+
+def _add_analyze(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    command = commands.add_parser(
+        "analyze", help="parse, attribute and align a folder of logs",
+        description="Turn log files into one aligned timeline, every line tagged with the "
+        "process that wrote it.")
+    command.add_argument("paths", nargs="+", metavar="PATH", help="log files or directories")
+    _add_config_options(command, required=False)
+    command.add_argument("--format", choices=FORMATS, default=None, help=(
+        "rich (default on a terminal), text (default otherwise), jsonl, csv, parquet"))
+    command.add_argument("-o", "--output", metavar="OUT", help="write to OUT instead of stdout")
+    command.add_argument("--select", metavar="EXPR", help=(
+        "only lines of these processes: tp=3, attn_dp=5, replica=1,world=0, "
+        "group=moe_ep:2, role=main"))
+    command.add_argument("--since", metavar="T", help="only lines at or after T (ISO time)")
+    command.add_argument("--until", metavar="T", help="only lines at or before T (ISO time)")
+    command.add_argument("--clock-offset", action="append", default=[], metavar="HOST=SECONDS",
+                         help="shift HOST's lines by SECONDS when ordering (repeatable)")
+    command.add_argument("--limit", type=int, default=2000, metavar="N", help=(
+        "terminal views show at most N lines, head and tail (default 2000; 0 = all)"))
+    command.set_defaults(handler=_run_analyze)
+
+
+def _run_analyze(args: argparse.Namespace) -> int:
+    selector = parse_selector(args.select) if args.select else None
+    offsets = parse_clock_offsets(args.clock_offset)
+    fmt = args.format or ("rich" if sys.stdout.isatty() else "text")
+    analysis = analyze(args.paths, config=args.config, sglang_version=args.sglang_version,
+                       clock_offsets=offsets, validate=not args.no_validate)
+    frame = select_rows(analysis, selector) if selector else analysis.timeline
+    frame = filter_time(frame, args.since, args.until)
+    if fmt in MACHINE_FORMATS:
+        write_machine(frame, fmt, args.output)
+        return 0
+    with _text_stream(args.output) as stream:
+        console = Console(file=stream, soft_wrap=True, highlight=False,
+                          force_terminal=None if stream is sys.stdout else False)
+        _print_timeline(console, analysis, frame, fmt, args.limit)
+    return 0
+
+
+def _print_timeline(console: Console, analysis: Analysis, frame: pl.DataFrame, fmt: str,
+                    limit: int) -> None:
+    console.print(header(analysis, min(frame.height, limit) if limit > 0 else frame.height))
+    for piece in head_tail(frame, limit):
+        if isinstance(piece, str):
+            console.print(Text(piece, style="dim"))
+        elif fmt == "rich":
+            console.print(timeline_table(piece))
+        else:
+            for line in text_lines(piece):
+                console.out(line, highlight=False)
+
+
+@contextlib.contextmanager
+def _text_stream(output: str | None) -> Iterator[TextIO]:
+    if output is None:
+        yield sys.stdout
+        return
+    try:
+        with open(output, "w", encoding="utf-8") as stream:
+            yield stream
+    except OSError as error:
+        raise InputError(f"cannot write {output}: {error.strerror}") from None
 
 
 def main(argv: Sequence[str] | None = None) -> int:

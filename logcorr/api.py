@@ -1,0 +1,173 @@
+"""`analyze(...)`: the one place the stages are chained.
+
+paths -> ingest (physical lines) -> formats (fields per line) -> launch config (given, or the
+server_args line in the logs) -> topology -> resolve (process per line) -> timeline (order)
+-> the tagged timeline of the output contract (model.TIMELINE_SCHEMA).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Sequence
+
+import polars as pl
+
+from logcorr.config import LaunchConfig, config_from_fields, fields_from_server_args_line, \
+    load_config, with_overrides
+from logcorr.formats import parse
+from logcorr.ingest import Source, discover, read_lines
+from logcorr.model import COORDINATES, TIMELINE_SCHEMA
+from logcorr.resolve import Resolution, resolve
+from logcorr.selector import Selector
+from logcorr.timeline import complete_timestamps, iso_text, order_lines
+from logcorr.topology import Topology, build_topology
+
+Progress = Callable[[str, int, int], None]
+
+# Launch fields that must agree between the server_args lines of one deployment's nodes.
+_SHARED_FIELDS = ("tp_size", "pp_size", "dp_size", "attn_dp_size", "enable_dp_attention",
+                  "ep_size", "moe_a2a_backend", "attn_cp_size", "moe_dp_size", "nnodes")
+
+
+@dataclass
+class Analysis:
+    """Everything `analyze` found: the tagged timeline and what the header reports."""
+
+    timeline: pl.DataFrame  # TIMELINE_SCHEMA columns, in timeline order
+    detail: pl.DataFrame  # the same rows with every parsed field and the resolver's columns
+    topology: Topology | None
+    topology_source: str | None  # "--config FILE", "server_args line in FILE", or None
+    sources: list[Source]
+    warnings: list[str] = field(default_factory=list)
+    contradictions: list[dict[str, object]] = field(default_factory=list)
+    host_nodes: dict[str, int] = field(default_factory=dict)
+
+    def evidence_counts(self) -> dict[str, int]:
+        counts = self.timeline.group_by("evidence").len().iter_rows()
+        return {str(evidence): int(n) for evidence, n in counts if evidence is not None}
+
+    def unattributed_reasons(self) -> dict[str, int]:
+        rows = self.detail.filter(pl.col("why").is_not_null()).group_by("why").len().iter_rows()
+        return {str(why): int(n) for why, n in rows}
+
+
+def analyze(
+    paths: Sequence[str | Path],
+    *,
+    config: str | Path | LaunchConfig | None = None,
+    sglang_version: str | None = None,
+    clock_offsets: dict[str, float] | None = None,
+    validate: bool = True,
+) -> Analysis:
+    """Parse, attribute and align every line under `paths`."""
+    sources, warnings = discover(paths)
+    lines, read_warnings = read_lines(sources)
+    warnings += read_warnings
+    parsed = parse(lines)
+    launch, topology_source = _launch_config(config, parsed, sources, sglang_version, validate)
+    topology = build_topology(launch, validate=validate) if launch is not None else None
+    file_nodes, node_notes = _file_nodes(parsed, sources)
+    resolution = resolve(parsed, topology, file_nodes=file_nodes)
+    resolution.contradictions.extend(node_notes)
+    detail = order_lines(complete_timestamps(resolution.lines), clock_offsets)
+    timeline = _contract(detail, resolution, sources, file_nodes)
+    contradictions = [_name_file(c, sources) for c in resolution.contradictions]
+    return Analysis(timeline, detail, topology, topology_source, sources, warnings,
+                    contradictions, resolution.host_nodes)
+
+
+def _launch_config(config: str | Path | LaunchConfig | None, parsed: pl.DataFrame,
+                   sources: list[Source], version: str | None, validate: bool
+                   ) -> tuple[LaunchConfig | None, str | None]:
+    if isinstance(config, LaunchConfig):
+        return config, config.source
+    if config is not None:
+        return load_config(config, sglang_version=version, validate=validate), \
+            f"--config {config}"
+    lines = parsed.filter(pl.col("server_args").fill_null(False))
+    if lines.height == 0:
+        return None, None
+    first = lines.row(0, named=True)
+    name = sources[first["file_id"]].display
+    values = fields_from_server_args_line(first["text"])
+    launch = config_from_fields(values, source=f"server_args line in {name}:{first['line']}",
+                                sglang_version=version)
+    return with_overrides(launch, node_rank=None), f"server_args line in {name}"
+
+
+def _file_nodes(parsed: pl.DataFrame, sources: list[Source]
+                ) -> tuple[dict[int, int], list[dict[str, object]]]:
+    """file_id -> node_rank from the server_args lines in it (only when they agree)."""
+    nodes: dict[int, set[int]] = {}
+    shared: dict[tuple[object, ...], str] = {}
+    rows = parsed.filter(pl.col("server_args").fill_null(False)).select("file_id", "line", "text")
+    for file_id, line, text in rows.iter_rows():
+        values = fields_from_server_args_line(text)
+        if values.get("node_rank") is not None:
+            nodes.setdefault(file_id, set()).add(int(values["node_rank"]))
+        shared.setdefault(tuple(values.get(k) for k in _SHARED_FIELDS),
+                          f"{sources[file_id].display}:{line}")
+    notes: list[dict[str, object]] = []
+    if len(shared) > 1:
+        notes.append({"kind": "server-args-differ", "count": len(shared), "file_id": None,
+                      "line": None, "detail": "server_args lines disagree on the layout: "
+                      + "; ".join(sorted(shared.values())) + " (the first one is used)"})
+    return {f: next(iter(n)) for f, n in nodes.items() if len(n) == 1}, notes
+
+
+def _contract(detail: pl.DataFrame, resolution: Resolution, sources: list[Source],
+              file_nodes: dict[int, int]) -> pl.DataFrame:
+    """The output columns of the contract, in its order and types."""
+    procs = resolution.processes.select("proc", *COORDINATES)
+    frame = detail.join(procs, on="proc", how="left", maintain_order="left")
+    names = pl.DataFrame({"file_id": [s.file_id for s in sources],
+                          "file": [s.display for s in sources]},
+                         schema={"file_id": pl.UInt32, "file": pl.String})
+    frame = frame.join(names, on="file_id", how="left", maintain_order="left")
+    node_of_file = pl.DataFrame({"file_id": list(file_nodes), "file_node": list(file_nodes.values())},
+                                schema={"file_id": pl.UInt32, "file_node": pl.Int32})
+    frame = frame.join(node_of_file, on="file_id", how="left", maintain_order="left")
+    frame = frame.with_columns(
+        iso_text(pl.col("ts_full")).alias("ts"),
+        pl.when(pl.col("proc").is_not_null()).then(pl.lit("scheduler"))
+        .otherwise(pl.col("role")).alias("role"),
+        pl.coalesce("node_rank", "file_node").alias("node_rank"),
+        pl.col("eff_host").alias("host"),
+    )
+    return frame.select(pl.col(name).cast(dtype) for name, dtype in TIMELINE_SCHEMA.items())
+
+
+def _name_file(contradiction: dict[str, object], sources: list[Source]) -> dict[str, object]:
+    file_id = contradiction.get("file_id")
+    named = dict(contradiction)
+    named["file"] = sources[file_id].display if isinstance(file_id, int) else None
+    named.pop("file_id", None)
+    return named
+
+
+def select_rows(analysis: Analysis, selector: Selector) -> pl.DataFrame:
+    """Timeline rows whose coordinates match `selector` (see logcorr.selector)."""
+    frame = analysis.timeline
+    condition = pl.lit(True)
+    for column, value in selector.values.items():
+        condition &= pl.col(column) == value
+    tokens = {"DP": "dp_rank", "PP": "pp_rank", "ATTN_CP": "attn_cp_rank",
+              "MOE_DP": "moe_dp_rank", "TP": "tp_rank", "EP": "moe_ep_rank"}
+    for token, value in selector.tokens.items():
+        condition &= pl.col(tokens[token]) == value
+    if selector.role is not None:
+        condition &= pl.col("role") == selector.role
+    if selector.group is not None:
+        condition &= _group_condition(analysis.topology, *selector.group)
+    return frame.filter(condition.fill_null(False))
+
+
+def _group_condition(topology: Topology | None, name: str, world_rank: int) -> pl.Expr:
+    from logcorr.errors import InputError
+
+    if topology is None:
+        raise InputError("--select group=... needs the topology: pass --config or logs with a "
+                         "server_args line")
+    members = list(topology.group_instance(name, world_rank))
+    return pl.col("world_rank").is_in(members)

@@ -1,0 +1,89 @@
+"""Writing the timeline in machine formats, atomically, and reading the analyze options."""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from datetime import datetime
+from pathlib import Path
+from typing import IO
+
+import polars as pl
+
+from logcorr.errors import InputError
+
+MACHINE_FORMATS = ("jsonl", "csv", "parquet")
+
+
+def parse_clock_offsets(items: list[str]) -> dict[str, float]:
+    """`["node-1=2.5", "node-2=-1"]` -> {"node-1": 2.5, "node-2": -1.0}.
+
+    >>> parse_clock_offsets(["h1=2.5"])
+    {'h1': 2.5}
+    """
+    offsets: dict[str, float] = {}
+    for item in items:
+        host, sep, seconds = item.rpartition("=")
+        try:
+            offsets[host] = float(seconds)
+        except ValueError:
+            host = ""
+        if not sep or not host:
+            raise InputError(f"cannot read --clock-offset {item!r}: write HOST=SECONDS, "
+                             "e.g. --clock-offset node-1=-2.5")
+    return offsets
+
+
+def parse_time(text: str, option: str) -> datetime:
+    try:
+        return datetime.fromisoformat(text.replace(" ", "T"))
+    except ValueError:
+        raise InputError(f"cannot read {option} {text!r}: write an ISO time such as "
+                         "2026-11-29T10:00:00") from None
+
+
+def filter_time(frame: pl.DataFrame, since: str | None, until: str | None) -> pl.DataFrame:
+    """Keep rows whose own time is inside [since, until]; rows without a time are dropped
+    only when a bound is given."""
+    if since is None and until is None:
+        return frame
+    ts = pl.col("ts").str.to_datetime(strict=False, time_unit="us")
+    condition = ts.is_not_null()
+    if since is not None:
+        condition &= ts >= parse_time(since, "--since")
+    if until is not None:
+        condition &= ts <= parse_time(until, "--until")
+    return frame.filter(condition)
+
+
+def write_machine(frame: pl.DataFrame, fmt: str, output: str | None) -> None:
+    """Write jsonl/csv/parquet to `output` (atomically: a temporary file renamed at the end,
+    so an interrupted run leaves no partial file under the final name) or to stdout."""
+    if output is None:
+        if fmt == "parquet":
+            raise InputError("parquet output needs a file: add -o OUT.parquet")
+        _write(frame, fmt, sys.stdout.buffer)
+        sys.stdout.buffer.flush()
+        return
+    target = Path(output)
+    folder = target.parent if str(target.parent) else Path(".")
+    if not folder.is_dir():
+        raise InputError(f"cannot write {output}: folder {folder} does not exist")
+    handle, temp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".partial", dir=folder)
+    try:
+        with os.fdopen(handle, "wb") as stream:
+            _write(frame, fmt, stream)
+        os.replace(temp, target)
+    finally:
+        if os.path.exists(temp):
+            os.unlink(temp)
+
+
+def _write(frame: pl.DataFrame, fmt: str, stream: IO[bytes]) -> None:
+    if fmt == "jsonl":
+        frame.write_ndjson(stream)
+    elif fmt == "csv":
+        frame.write_csv(stream)
+    else:
+        frame.write_parquet(stream)

@@ -1,0 +1,117 @@
+"""Rich renderables and plain text for `logcorr analyze`: what to show, never how to print.
+
+Log text is data: it is never read as rich markup, and terminal control sequences (colours,
+cursor movement, OSC 8 / OSC 52, the bell, bidi overrides) are shown as inert `\\x1b`-style
+escapes in the terminal views. Machine formats keep the text byte for byte.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Iterator
+
+import polars as pl
+import regex
+from rich.console import Group as RichGroup
+from rich.console import RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from logcorr.render_topology import summary_line
+
+if TYPE_CHECKING:
+    from logcorr.api import Analysis
+
+# C0 controls except tab, DEL, C1 controls, and the Unicode bidi/format controls.
+_UNSAFE = regex.compile(r"[\x00-\x08\x0a-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+_PALETTE = ("cyan", "magenta", "green", "yellow", "blue", "red", "bright_cyan",
+            "bright_magenta", "bright_green", "bright_yellow", "bright_blue", "bright_red")
+_TAG_COLUMNS = (("node_rank", "n"), ("gpu_id", "g"), ("replica", "r"), ("world_rank", "w"),
+                ("dp_rank", "DP"), ("pp_rank", "PP"), ("tp_rank", "TP"), ("moe_ep_rank", "EP"))
+
+
+def inert(text: str) -> str:
+    """Make terminal control characters visible instead of active.
+
+    >>> inert("a\\x1b[31mred\\x07")
+    'a\\\\x1b[31mred\\\\x07'
+    """
+    return _UNSAFE.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100
+                       else f"\\u{ord(m.group()):04x}", text)
+
+
+def tag_expr() -> pl.Expr:
+    """A compact coordinate tag per row: `n1 g2 w10 DP5 TP10 EP10`, `main`, or empty."""
+    parts = [pl.when(pl.col(col).is_not_null()).then(pl.lit(label) + pl.col(col).cast(pl.String))
+             for col, label in _TAG_COLUMNS]
+    coords = pl.concat_str(parts, separator=" ", ignore_nulls=True)
+    scheduler = pl.col("role") == "scheduler"
+    return (pl.when(scheduler).then(coords)
+            .when(pl.col("role").is_not_null()).then(pl.col("role"))
+            .otherwise(pl.lit(""))).fill_null("")
+
+
+def header(analysis: Analysis, shown: int) -> RenderableType:
+    """Topology, files, line counts, attribution by evidence, what is unattributed and why."""
+    lines: list[Text] = []
+    if analysis.topology is not None:
+        lines.append(Text(f"topology: {summary_line(analysis.topology)} "
+                          f"(from {analysis.topology_source})", style="bold"))
+    else:
+        lines.append(Text("topology: unknown (no --config and no server_args line in the "
+                          "logs); coordinates are only what the lines print", style="bold yellow"))
+    total = analysis.timeline.height
+    evidence = analysis.evidence_counts()
+    attributed = sum(evidence.values())
+    lines.append(Text(f"files: {len(analysis.sources)}   lines: {total}   shown: {shown}"))
+    lines.append(Text(f"attributed to a scheduler: {attributed} ({_percent(attributed, total)}) "
+                      "by " + (", ".join(f"{k} {v}" for k, v in sorted(evidence.items()))
+                               or "nothing")))
+    reasons = analysis.unattributed_reasons()
+    if reasons:
+        lines.append(Text("not attributed: " + ", ".join(
+            f"{why} {n}" for why, n in sorted(reasons.items(), key=lambda kv: -kv[1]))))
+    for contradiction in analysis.contradictions:
+        where = f" ({contradiction['file']}:{contradiction['line']})" if contradiction.get(
+            "file") else ""
+        lines.append(Text(f"contradiction: {contradiction['detail']}{where}", style="red"))
+    for warning in analysis.warnings:
+        lines.append(Text(f"warning: {inert(warning)}", style="yellow"))
+    return RichGroup(*lines)
+
+
+def _percent(part: int, total: int) -> str:
+    return f"{100.0 * part / total:.1f}%" if total else "0%"
+
+
+def timeline_table(frame: pl.DataFrame) -> Table:
+    """The timeline rows as a table: order, time, process tag, source, text."""
+    table = Table(box=None, pad_edge=False, show_header=True, header_style="bold")
+    for column, options in (("#", {"justify": "right"}), ("time", {}), ("process", {}),
+                            ("source", {}), ("file:line", {}), ("text", {"overflow": "fold"})):
+        table.add_column(column, no_wrap=column != "text", **options)  # type: ignore[arg-type]
+    rows = frame.with_columns(tag_expr().alias("_tag")).select(
+        "order", "ts", "_tag", "source", "file", "line", "text")
+    for order, ts, tag, source, name, line, text in rows.iter_rows():
+        style = _PALETTE[hash(tag) % len(_PALETTE)] if tag else "dim"
+        table.add_row(str(order), Text(ts or ""), Text(tag, style=style), Text(source or ""),
+                      Text(inert(f"{name}:{line}")), Text(inert(text or "")))
+    return table
+
+
+def head_tail(frame: pl.DataFrame, limit: int) -> Iterator[pl.DataFrame | str]:
+    """At most `limit` rows: the first and last halves with a marker between (0 = all)."""
+    if limit <= 0 or frame.height <= limit:
+        yield frame
+        return
+    half = limit // 2
+    yield frame.head(half)
+    yield f"... {frame.height - 2 * half} lines not shown (use --limit 0 to show all) ..."
+    yield frame.tail(half)
+
+
+def text_lines(frame: pl.DataFrame) -> Iterator[str]:
+    """Plain text view: `order ts [process] source file:line | text` per row."""
+    rows = frame.with_columns(tag_expr().alias("_tag")).select(
+        "order", "ts", "_tag", "source", "file", "line", "text")
+    for order, ts, tag, source, name, line, text in rows.iter_rows():
+        yield inert(f"{order}\t{ts or '-'}\t[{tag}]\t{source}\t{name}:{line}\t| {text or ''}")

@@ -1,0 +1,382 @@
+"""Parsed lines x Topology -> the process of every line, with the evidence used.
+
+Evidence is combined, never guessed (strongest first):
+
+| evidence      | what it rests on                                                             |
+|---------------|------------------------------------------------------------------------------|
+| prefix        | the line's SGLang rank tokens match exactly one process of the topology      |
+| nccl-device   | NCCL `host:pid:tid [cudaDev]` on the process's main thread: host -> node,    |
+|               | cudaDev -> gpu_id -> the one process on that (node, gpu_id)                  |
+| pid           | a (host, pid) that another line tied to one process (py-spy's `Pyspy dump    |
+|               | for PID n` on a prefixed line, `Process n: sglang::scheduler_TP3`, NCCL)      |
+| torch-rank    | torch's `[rankN]:` is the WORLD rank; unique only without native-DP replicas |
+| group-rank    | `[PG … (tp:device) Rank r]` -> member r of the group's only instance         |
+| continuation  | an unprefixed line inside a record whose header line was identified          |
+| file          | every identified line of a per-process file names the same process           |
+
+Direct evidence on one line that disagrees leaves the line unattributed and is reported as a
+contradiction, as is a prefix no process of the topology prints (a `TP20` under tp_size=16).
+Without a topology, each distinct prefix is its own process with only the ranks it prints.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import polars as pl
+
+from logcorr.model import COORDINATES
+from logcorr.topology import Topology
+
+PREFIX_COLUMNS: dict[str, str] = {
+    "p_dp": "DP", "p_pp": "PP", "p_attn_cp": "ATTN_CP", "p_moe_dp": "MOE_DP", "p_tp": "TP",
+    "p_ep": "EP",
+}
+# Without a topology, the ranks a prefix prints are all that is known of its process.
+_TOKEN_COORDINATES = {"p_dp": "dp_rank", "p_pp": "pp_rank", "p_attn_cp": "attn_cp_rank",
+                      "p_moe_dp": "moe_dp_rank", "p_tp": "tp_rank", "p_ep": "moe_ep_rank"}
+_ROLE_TITLES = {"sglang::data_parallel_controller": "dp_controller",
+                "sglang::detokenizer": "detokenizer", "sglang::tokenizer_worker": "tokenizer_worker"}
+_PROC = pl.UInt32()
+
+
+@dataclass
+class Resolution:
+    """The outcome of attribution: per-row process and evidence, plus what was learned."""
+
+    lines: pl.DataFrame  # the parsed rows plus `proc`, `evidence`, `why` and identity columns
+    processes: pl.DataFrame  # proc -> coordinates (the topology's, or what prefixes print)
+    contradictions: list[dict[str, object]] = field(default_factory=list)
+    host_nodes: dict[str, int] = field(default_factory=dict)
+
+
+# --------------------------------------------------------------------------- process table
+
+
+def process_table(topology: Topology | None, parsed: pl.DataFrame) -> pl.DataFrame:
+    """proc id -> coordinates and the prefix tokens it prints (null when not printed)."""
+    if topology is not None:
+        rows = []
+        for index, process in enumerate(topology.processes):
+            row: dict[str, object] = {"proc": index}
+            row.update({name: getattr(process, name) for name in COORDINATES})
+            printed = process.prefix_values()
+            row.update({col: printed.get(tok) for col, tok in PREFIX_COLUMNS.items()})
+            rows.append(row)
+        return pl.DataFrame(rows, schema=_process_schema(), orient="row"
+                            ) if rows else _empty_processes()
+    combos = _prefix_combos(parsed)
+    combos = combos.with_columns(pl.int_range(pl.len(), dtype=_PROC).alias("proc"))
+    return combos.with_columns(
+        *(pl.col(col).alias(coord) for col, coord in _TOKEN_COORDINATES.items()),
+        *(pl.lit(None, pl.Int32).alias(c) for c in COORDINATES if c not in
+          _TOKEN_COORDINATES.values()),
+    ).select(list(_process_schema()))
+
+
+def _process_schema() -> dict[str, pl.DataType]:
+    schema: dict[str, pl.DataType] = {"proc": _PROC}
+    schema.update({name: pl.Int32() for name in COORDINATES})
+    schema.update({col: pl.Int32() for col in PREFIX_COLUMNS})
+    return schema
+
+
+def _empty_processes() -> pl.DataFrame:
+    return pl.DataFrame(schema=_process_schema())
+
+
+def _prefix_combos(frame: pl.DataFrame) -> pl.DataFrame:
+    cols = list(PREFIX_COLUMNS)
+    has_any = pl.any_horizontal(pl.col(c).is_not_null() for c in cols)
+    return frame.filter(has_any).select(cols).unique().sort(cols, nulls_last=False)
+
+
+def _match_combos(topology: Topology | None, processes: pl.DataFrame,
+                  combos: pl.DataFrame) -> pl.DataFrame:
+    """Each distinct printed token combination -> the one process it names, or null.
+
+    Runs once per distinct combination (a few hundred at most), not per line.
+    """
+    procs: list[int | None] = []
+    for combo in combos.iter_rows(named=True):
+        criteria = {PREFIX_COLUMNS[c]: v for c, v in combo.items() if v is not None}
+        if topology is None:
+            match = processes.filter(*(pl.col(c).eq_missing(combo[c]) for c in PREFIX_COLUMNS))
+            procs.append(int(match["proc"][0]) if match.height == 1 else None)
+            continue
+        found = topology.select(criteria)
+        procs.append(topology.processes.index(found[0]) if len(found) == 1 else None)
+    return combos.with_columns(pl.Series("combo_proc", procs, dtype=_PROC))
+
+
+def _title_tokens(titles: pl.Series) -> pl.DataFrame:
+    """`sglang::scheduler_DP0_TP0_EP0` -> the prefix token columns."""
+    frame = titles.to_frame("proctitle")
+    return frame.with_columns(
+        pl.col("proctitle").str.extract(rf"(?:^|_){token}(\d+)(?:_|$)").cast(pl.Int32).alias(col)
+        for col, token in PREFIX_COLUMNS.items()
+    )
+
+
+# --------------------------------------------------------------------------- main entry
+
+
+def resolve(parsed: pl.DataFrame, topology: Topology | None,
+            file_nodes: dict[int, int] | None = None) -> Resolution:
+    """Attribute every row of `parsed` (PARSED_SCHEMA, in file order) to a process.
+
+    `file_nodes` maps a file to the node_rank its server_args line names.
+    """
+    frame = parsed.with_columns(pl.int_range(pl.len(), dtype=pl.UInt64).alias("row"))
+    processes = process_table(topology, frame)
+    contradictions: list[dict[str, object]] = []
+    frame = _by_prefix(frame, topology, processes, contradictions)
+    frame = _file_hosts(frame)
+    host_nodes = _host_nodes(frame, topology, processes, file_nodes or {}, contradictions)
+    frame = _by_device(frame, topology, processes, host_nodes)
+    frame = _by_pid(frame, topology, processes, contradictions)
+    frame = _by_torch_rank(frame, topology, contradictions)
+    frame = _combine_direct(frame, contradictions)
+    frame = _by_continuation(frame)
+    frame = _by_file(frame)
+    frame = _explain_unattributed(frame)
+    return Resolution(frame, processes, contradictions, host_nodes)
+
+
+def _by_prefix(frame: pl.DataFrame, topology: Topology | None, processes: pl.DataFrame,
+               contradictions: list[dict[str, object]]) -> pl.DataFrame:
+    """`prefix_proc` from the SGLang rank tokens; `title_proc` from printed process titles."""
+    cols = list(PREFIX_COLUMNS)
+    combos = _match_combos(topology, processes, _prefix_combos(frame))
+    frame = frame.join(combos, on=cols, how="left", maintain_order="left", nulls_equal=True).rename(
+        {"combo_proc": "prefix_proc"})
+    has_tokens = pl.any_horizontal(pl.col(c).is_not_null() for c in cols)
+    bad = frame.filter(has_tokens & pl.col("prefix_proc").is_null())
+    if bad.height:
+        first = bad.row(0, named=True)
+        contradictions.append({
+            "kind": "prefix-outside-topology", "count": bad.height,
+            "detail": (f"{bad.height} line(s) carry rank tokens no process of the topology "
+                       f"prints, e.g. {_token_text(first)}"),
+            "file_id": first["file_id"], "line": first["line"]})
+    titles = frame.filter(pl.col("proctitle").is_not_null()).select("proctitle").unique()
+    if titles.height:
+        tokens = _title_tokens(titles["proctitle"])
+        matched = _match_combos(topology, processes, tokens.select(cols).unique())
+        tokens = tokens.join(matched, on=cols, how="left", maintain_order="left", nulls_equal=True)
+        tokens = tokens.filter(pl.any_horizontal(pl.col(c).is_not_null() for c in cols))
+        frame = frame.join(tokens.select("proctitle", pl.col("combo_proc").alias("title_proc")),
+                           on="proctitle", how="left", maintain_order="left")
+    else:
+        frame = frame.with_columns(pl.lit(None, _PROC).alias("title_proc"))
+    return frame
+
+
+def _token_text(row: dict[str, object]) -> str:
+    return " ".join(f"{tok}{row[col]}" for col, tok in PREFIX_COLUMNS.items()
+                    if row[col] is not None)
+
+
+def _file_hosts(frame: pl.DataFrame) -> pl.DataFrame:
+    """`eff_host`: the line's host, else the one host its file's lines name (if only one)."""
+    per_file = (frame.filter(pl.col("host").is_not_null()).group_by("file_id")
+                .agg(pl.col("host").unique().alias("hosts"))
+                .filter(pl.col("hosts").list.len() == 1)
+                .select("file_id", pl.col("hosts").list.first().alias("file_host")))
+    frame = frame.join(per_file, on="file_id", how="left", maintain_order="left")
+    return frame.with_columns(pl.coalesce("host", "file_host").alias("eff_host"))
+
+
+def _host_nodes(frame: pl.DataFrame, topology: Topology | None, processes: pl.DataFrame,
+                file_nodes: dict[int, int], contradictions: list[dict[str, object]]
+                ) -> dict[str, int]:
+    """host -> node_rank, from files that name one host and one node (prefix ranks or the
+    server_args node_rank line); a one-node deployment with one host needs no more."""
+    if topology is None:
+        return {}
+    hosts = frame.filter(pl.col("eff_host").is_not_null())["eff_host"].unique().to_list()
+    if topology.sizes.nnodes == 1:
+        return {hosts[0]: 0} if len(hosts) == 1 else {}
+    nodes = processes.select(pl.col("proc"), pl.col("node_rank").alias("node"))
+    known = (frame.filter(pl.col("file_host").is_not_null())
+             .select("file_id", "file_host", pl.coalesce("prefix_proc", "title_proc").alias("proc"))
+             .drop_nulls().unique().join(nodes, on="proc").select("file_host", "node"))
+    declared = pl.DataFrame({"file_id": list(file_nodes), "node": list(file_nodes.values())},
+                            schema={"file_id": pl.UInt32, "node": pl.Int32})
+    hosts_of_files = frame.select("file_id", "file_host").drop_nulls().unique()
+    declared = hosts_of_files.join(declared, on="file_id").select("file_host", "node")
+    per_host = (pl.concat([known, declared]).group_by("file_host")
+                .agg(pl.col("node").unique().sort()).sort("file_host"))
+    mapping: dict[str, int] = {}
+    for host, nodes_seen in per_host.iter_rows():
+        if len(nodes_seen) == 1:
+            mapping[host] = int(nodes_seen[0])
+        else:
+            contradictions.append({"kind": "host-several-nodes", "count": len(nodes_seen),
+                                   "detail": f"host {host} appears in files of nodes "
+                                             f"{nodes_seen}; its NCCL lines are not attributed "
+                                             "by device", "file_id": None, "line": None})
+    return mapping
+
+
+def _by_device(frame: pl.DataFrame, topology: Topology | None, processes: pl.DataFrame,
+               host_nodes: dict[str, int]) -> pl.DataFrame:
+    """`device_proc`: NCCL main-thread lines (tid == pid) -> (node, gpu_id) -> process."""
+    if topology is None or not host_nodes:
+        return frame.with_columns(pl.lit(None, _PROC).alias("device_proc"))
+    node_map = pl.DataFrame({"eff_host": list(host_nodes), "dev_node": list(host_nodes.values())},
+                            schema={"eff_host": pl.String, "dev_node": pl.Int32})
+    slots = (processes.group_by("node_rank", "gpu_id").agg(pl.col("proc").first(), pl.len())
+             .filter(pl.col("len") == 1)  # SGLang can put two processes on one gpu_id
+             .select(pl.col("node_rank").alias("dev_node"), pl.col("gpu_id").alias("device_id"),
+                     pl.col("proc").alias("device_proc")))
+    frame = frame.join(node_map, on="eff_host", how="left", maintain_order="left")
+    main_thread = (pl.col("source") == "nccl") & (pl.col("tid") == pl.col("pid"))
+    frame = frame.join(slots, on=["dev_node", "device_id"], how="left", maintain_order="left")
+    return frame.with_columns(pl.when(main_thread).then(pl.col("device_proc"))
+                              .otherwise(None).alias("device_proc")).drop("dev_node")
+
+
+def _by_pid(frame: pl.DataFrame, topology: Topology | None, processes: pl.DataFrame,
+            contradictions: list[dict[str, object]]) -> pl.DataFrame:
+    """`pid_proc`: (host, pid) pairs tied to one process by other lines, applied to all lines
+    with that pid. A pid tied to two processes ties nothing."""
+    host_key = pl.col("eff_host").fill_null("")
+    known = pl.coalesce("prefix_proc", "title_proc", "device_proc")
+    linked_pid = pl.coalesce("link_pid", "p_pid", "pid")
+    links = (frame.select(host_key.alias("host_key"), linked_pid.cast(pl.Int64).alias("pid"),
+                          known.alias("proc"))
+             .drop_nulls().unique())
+    counts = links.group_by("host_key", "pid").agg(pl.col("proc").first(), pl.len())
+    for host, pid, _, n in counts.filter(pl.col("len") > 1).iter_rows():
+        contradictions.append({"kind": "pid-several-processes", "count": n,
+                               "detail": f"PID {pid}{' on ' + host if host else ''} is tied to "
+                                         f"{n} different processes; its lines are left "
+                                         "unattributed by PID", "file_id": None, "line": None})
+    links = counts.filter(pl.col("len") == 1).select("host_key", "pid",
+                                                pl.col("proc").alias("pid_proc"))
+    single_host = topology is None or topology.sizes.nnodes == 1
+    frame = frame.with_columns(host_key.alias("host_key"))
+    by_host = frame.join(links, on=["host_key", "pid"], how="left", maintain_order="left")["pid_proc"]
+    frame = frame.with_columns(by_host)
+    if single_host:  # PIDs are unique on one host: a PID learned anywhere applies everywhere
+        unique = links.group_by("pid").agg(pl.col("pid_proc").unique())
+        unique = unique.filter(pl.col("pid_proc").list.len() == 1).select(
+            "pid", pl.col("pid_proc").list.first().alias("pid_any"))
+        frame = frame.join(unique, on="pid", how="left", maintain_order="left").with_columns(
+            pl.coalesce("pid_proc", "pid_any").alias("pid_proc")).drop("pid_any")
+    return frame.drop("host_key")
+
+
+def _by_torch_rank(frame: pl.DataFrame, topology: Topology | None,
+                   contradictions: list[dict[str, object]]) -> pl.DataFrame:
+    """`torch_proc` from `[rankN]:` (or a PG-local rank in a one-instance group) when the
+    deployment has one replica, so the WORLD rank names one process."""
+    none = pl.lit(None, _PROC)
+    if topology is None or topology.sizes.replicas != 1:
+        return frame.with_columns(none.alias("torch_proc"), none.alias("group_proc"))
+    world = topology.sizes.world
+    in_world = pl.col("torch_rank").is_between(0, world - 1)
+    outside = frame.filter(pl.col("torch_rank").is_not_null() & ~in_world)
+    if outside.height:
+        contradictions.append({"kind": "rank-outside-topology", "count": outside.height,
+                               "detail": f"{outside.height} line(s) name a torch rank outside "
+                                         f"the world of {world}", "file_id":
+                                         outside["file_id"][0], "line": outside["line"][0]})
+    frame = frame.with_columns(pl.when(in_world).then(pl.col("torch_rank")).otherwise(None)
+                               .cast(_PROC).alias("torch_proc"))
+    return frame.with_columns(_group_rank_expr(topology).alias("group_proc"))
+
+
+def _group_rank_expr(topology: Topology) -> pl.Expr:
+    """PG description `tp:device` (or `default_pg`) + group-local rank -> world rank, for
+    groups with a single instance; a rank outside that instance stays null."""
+    expr = pl.lit(None, _PROC)
+    group_of_desc = pl.col("pg_desc").str.extract(r"^([A-Za-z_]+)")
+    for name, group in topology.groups.items():
+        if len(group.members) != 1:
+            continue
+        members = dict(enumerate(group.members[0]))
+        desc = "default_pg" if name == "world" else name
+        world_rank = pl.col("pg_rank").replace_strict(members, default=None, return_dtype=_PROC)
+        expr = pl.when((group_of_desc == desc) & expr.is_null()).then(world_rank).otherwise(expr)
+    return expr.cast(_PROC)
+
+
+_DIRECT = (("prefix", "prefix_proc"), ("nccl-device", "device_proc"), ("pid", "title_proc"),
+           ("pid", "pid_proc"), ("torch-rank", "torch_proc"), ("group-rank", "group_proc"))
+
+
+def _combine_direct(frame: pl.DataFrame, contradictions: list[dict[str, object]]) -> pl.DataFrame:
+    """One process per row from the line's own evidence; disagreement -> none, reported."""
+    cols = [col for _, col in _DIRECT]
+    first = pl.coalesce(cols)
+    agree = pl.all_horizontal((pl.col(c).is_null() | (pl.col(c) == first)) for c in cols)
+    evidence = pl.lit(None, pl.String)
+    for name, col in reversed(_DIRECT):
+        evidence = pl.when(pl.col(col).is_not_null()).then(pl.lit(name)).otherwise(evidence)
+    frame = frame.with_columns(
+        pl.when(agree).then(first).otherwise(None).alias("proc"),
+        pl.when(agree).then(evidence).otherwise(None).alias("evidence"),
+        (~agree).fill_null(False).alias("conflict"),
+    )
+    conflicts = frame.filter(pl.col("conflict"))
+    if conflicts.height:
+        contradictions.append({"kind": "evidence-disagrees", "count": conflicts.height,
+                               "detail": f"{conflicts.height} line(s) carry evidence naming "
+                                         "different processes (e.g. prefix vs PID); left "
+                                         "unattributed", "file_id": conflicts["file_id"][0],
+                               "line": conflicts["line"][0]})
+    return frame
+
+
+def _by_continuation(frame: pl.DataFrame) -> pl.DataFrame:
+    """Rows that continue a record (no header of their own) inherit its header's process."""
+    record = pl.col("starts_record").fill_null(False).cast(pl.UInt32).cum_sum().over("file_id")
+    frame = frame.with_columns(record.alias("record"))
+    header_proc = pl.col("proc").first().over("file_id", "record")
+    inherit = (pl.col("proc").is_null() & ~pl.col("starts_record").fill_null(False)
+               & (pl.col("record") > 0) & ~pl.col("conflict"))
+    return frame.with_columns(
+        pl.when(inherit).then(header_proc).otherwise(pl.col("proc")).alias("proc"),
+        pl.when(inherit & header_proc.is_not_null()).then(pl.lit("continuation"))
+        .otherwise(pl.col("evidence")).alias("evidence"),
+    )
+
+
+def _by_file(frame: pl.DataFrame) -> pl.DataFrame:
+    """A file whose identified lines all name one process, and which holds no launcher
+    output (no server_args line, no main-process line), lends that process to its other lines."""
+    identified = pl.col("evidence").is_not_null() & (pl.col("evidence") != "continuation")
+    per_file = (frame.group_by("file_id").agg(
+        pl.col("proc").filter(identified).unique().drop_nulls().alias("procs"),
+        (pl.col("server_args").fill_null(False) | (pl.col("role") == "main").fill_null(False))
+        .any().alias("launcher"))
+        .filter((pl.col("procs").list.len() == 1) & ~pl.col("launcher"))
+        .select("file_id", pl.col("procs").list.first().alias("file_proc")))
+    frame = frame.join(per_file, on="file_id", how="left", maintain_order="left")
+    ambiguous_header = ((pl.col("source") == "sglang") & pl.col("starts_record").fill_null(False)
+                        & pl.all_horizontal(pl.col(c).is_null() for c in PREFIX_COLUMNS))
+    lend = (pl.col("proc").is_null() & pl.col("file_proc").is_not_null() & ~pl.col("conflict")
+            & pl.col("role").is_null() & ~ambiguous_header)
+    # a continuation of an ambiguous header stays with its header
+    header_ambiguous = ambiguous_header.first().over("file_id", "record")
+    lend = lend & ~(header_ambiguous & ~pl.col("starts_record").fill_null(False))
+    return frame.with_columns(
+        pl.when(lend).then(pl.col("file_proc")).otherwise(pl.col("proc")).alias("proc"),
+        pl.when(lend).then(pl.lit("file")).otherwise(pl.col("evidence")).alias("evidence"),
+    ).drop("file_proc")
+
+
+def _explain_unattributed(frame: pl.DataFrame) -> pl.DataFrame:
+    """`why`: a short reason for every row left without a process."""
+    has_tokens = pl.any_horizontal(pl.col(c).is_not_null() for c in PREFIX_COLUMNS)
+    why = (pl.when(pl.col("proc").is_not_null()).then(None)
+           .when(pl.col("conflict")).then(pl.lit("evidence disagrees"))
+           .when(has_tokens).then(pl.lit("prefix outside topology"))
+           .when(pl.col("role").is_not_null()).then(pl.lit("not a scheduler"))
+           .when(pl.col("torch_rank").is_not_null()).then(pl.lit("torch rank ambiguous"))
+           .when(pl.col("pid").is_not_null()).then(pl.lit("pid not linked to a process"))
+           .when(pl.col("source") == "sglang").then(pl.lit("no rank prefix"))
+           .otherwise(pl.lit("no identifying field")))
+    return frame.with_columns(why.alias("why"))
