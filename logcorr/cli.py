@@ -21,11 +21,11 @@ from logcorr import __version__
 from logcorr.api import Analysis, analyze, select_rows
 from logcorr.output import MACHINE_FORMATS, filter_time, parse_clock_offsets, write_machine
 from logcorr.render_timeline import head_tail, header, text_lines, timeline_table
-from logcorr.config import load_config
-from logcorr.errors import InputError, LogcorrError
+from logcorr.config import LaunchConfig, load_config
+from logcorr.errors import ConfigError, InputError, LogcorrError
 from logcorr.render_topology import render_rank, render_topology
 from logcorr.selector import parse_selector
-from logcorr.topology import build_topology, topology_to_json
+from logcorr.topology import build_topology, check_config, topology_to_json
 
 Handler = Callable[[argparse.Namespace], int]
 FORMATS = ("rich", "text", "jsonl", "csv", "parquet")
@@ -75,6 +75,8 @@ def _run_topology(args: argparse.Namespace) -> int:
     config = load_config(args.config, sglang_version=args.sglang_version,
                          validate=not args.no_validate)
     topology = build_topology(config, validate=not args.no_validate)
+    if args.no_validate:
+        _warn_if_refused(config)
     processes = list(topology.processes)
     if args.rank:
         processes = topology.select(parse_selector(args.rank).criteria())
@@ -89,9 +91,18 @@ def _run_topology(args: argparse.Namespace) -> int:
                                                        topology.processes) if p.key in keys]
         sys.stdout.write(json.dumps(document, indent=1) + "\n")
         return 0
-    console = Console(soft_wrap=False)
+    console = Console(soft_wrap=False, width=None if sys.stdout.isatty() else 160)
     console.print(render_rank(topology, processes) if args.rank else render_topology(topology))
     return 0
+
+
+def _warn_if_refused(config: LaunchConfig) -> None:
+    """--no-validate: say loudly when SGLang itself would not launch this layout."""
+    try:
+        check_config(config)
+    except ConfigError as error:
+        sys.stderr.write(f"logcorr: warning: SGLang would refuse to launch this layout ({error}); "
+                         "coordinates computed anyway because of --no-validate\n")
 
 
 def _add_analyze(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]

@@ -36,17 +36,28 @@ def render_topology(topology: Topology) -> RenderableType:
     return RichGroup(*parts)
 
 
+def _shown_columns(topology: Topology) -> list[tuple[str, str]]:
+    """Coordinate columns worth a column: a dimension of width 1 says nothing."""
+    s = topology.sizes
+    width = {"pp_rank": s.pp, "dp_rank": max(s.replicas, s.attn_dp), "attn_dp_rank": s.attn_dp,
+             "attn_cp_rank": s.attn_cp, "attn_tp_rank": s.attn_tp if s.attn_tp != s.tp else 1,
+             "moe_dp_rank": s.moe_dp, "moe_ep_rank": s.moe_ep,
+             "moe_tp_rank": s.moe_tp if s.moe_tp != s.tp else 1}
+    return [(title, attr) for title, attr in _COLUMNS if width.get(attr, 2) > 1]
+
+
 def process_table(topology: Topology, processes: tuple[Process, ...] | list[Process]) -> Table:
     table = Table(title="Scheduler processes", title_justify="left")
     with_replica = topology.sizes.replicas > 1
     if with_replica:
         table.add_column("replica", justify="right", no_wrap=True)
-    for title, _ in _COLUMNS:
+    columns = _shown_columns(topology)
+    for title, _ in columns:
         table.add_column(title, justify="right", no_wrap=True)
     table.add_column("prefix", no_wrap=True)
     for process in processes:
         row = [str(process.replica)] if with_replica else []
-        row += [_value(getattr(process, attr)) for _, attr in _COLUMNS]
+        row += [_value(getattr(process, attr)) for _, attr in columns]
         row.append(process.prefix.strip() or "(none)")
         table.add_row(*row)
     return table
@@ -66,27 +77,35 @@ def groups_table(topology: Topology, limit: int = 16) -> Table:
 
 
 def grids(topology: Topology) -> list[Table]:
-    """attn_dp x attn_tp and moe_dp/ep x moe_tp grids of TP ranks, when they say something."""
+    """The seed note's grids: attention (dp[, cp]) x attn_tp and MoE moe_dp x moe_ep, each cell
+    the TP ranks there (several when moe_tp > 1)."""
     s = topology.sizes
     tables = []
     if s.attn_dp > 1 or s.attn_cp > 1:
-        tables.append(_grid("Attention layout: TP ranks by (attn_dp, attn_cp) x attn_tp",
-                            [f"dp{d} cp{c}" for d in range(s.attn_dp) for c in range(s.attn_cp)],
-                            [f"attn_tp {t}" for t in range(s.attn_tp)], s.attn_tp))
+        rows = [(f"attn_dp {d}" + (f" cp {c}" if s.attn_cp > 1 else ""), d * s.attn_cp + c)
+                for d in range(s.attn_dp) for c in range(s.attn_cp)]
+        table = _grid("Attention layout (TP ranks)", [f"attn_tp {t}" for t in range(s.attn_tp)])
+        for label, index in rows:
+            table.add_row(label, *(f"TP{index * s.attn_tp + t}" for t in range(s.attn_tp)))
+        tables.append(table)
     if s.moe_ep > 1 or s.moe_dp > 1:
-        tables.append(_grid("MoE layout: TP ranks by (moe_dp, moe_ep) x moe_tp",
-                            [f"moe_dp{d} ep{e}" for d in range(s.moe_dp) for e in range(s.moe_ep)],
-                            [f"moe_tp {t}" for t in range(s.moe_tp)], s.moe_tp))
+        table = _grid("MoE layout (TP ranks; moe_tp varies fastest)",
+                      [f"moe_ep {e}" for e in range(s.moe_ep)])
+        for d in range(s.moe_dp):
+            cells = []
+            for e in range(s.moe_ep):
+                first = (d * s.moe_ep + e) * s.moe_tp
+                cells.append("TP" + ",".join(str(first + t) for t in range(s.moe_tp)))
+            table.add_row(f"moe_dp {d}", *cells)
+        tables.append(table)
     return tables
 
 
-def _grid(title: str, rows: list[str], columns: list[str], width: int) -> Table:
+def _grid(title: str, columns: list[str]) -> Table:
     table = Table(title=title, title_justify="left")
     table.add_column("")
     for column in columns:
-        table.add_column(column, justify="right")
-    for index, label in enumerate(rows):
-        table.add_row(label, *(f"TP{index * width + t}" for t in range(width)))
+        table.add_column(column, justify="right", no_wrap=True)
     return table
 
 
