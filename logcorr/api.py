@@ -15,6 +15,7 @@ import polars as pl
 
 from logcorr.config import LaunchConfig, config_from_fields, fields_from_server_args_line, \
     load_config, with_overrides
+from logcorr.diagnose import Context, Finding, diagnose, people_table
 from logcorr.formats import parse
 from logcorr.ingest import Source, discover, read_lines
 from logcorr.model import COORDINATES, TIMELINE_SCHEMA
@@ -42,6 +43,18 @@ class Analysis:
     warnings: list[str] = field(default_factory=list)
     contradictions: list[dict[str, object]] = field(default_factory=list)
     host_nodes: dict[str, int] = field(default_factory=dict)
+    findings: list[Finding] = field(default_factory=list)
+
+    def coverage(self) -> dict[str, int]:
+        expected = len(self.topology.processes) if self.topology is not None else 0
+        seen = self.detail["proc"].drop_nulls().n_unique()
+        return {"expected_processes": expected, "processes_seen": seen,
+                "files": len(self.sources), "lines": self.timeline.height,
+                "lines_attributed": int(self.timeline["evidence"].is_not_null().sum())}
+
+    def report(self) -> dict[str, object]:
+        """The `--report` document: findings and coverage."""
+        return {"findings": [f.to_json() for f in self.findings], "coverage": self.coverage()}
 
     def evidence_counts(self) -> dict[str, int]:
         counts = self.timeline.group_by("evidence").len().iter_rows()
@@ -73,8 +86,11 @@ def analyze(
     detail = order_lines(complete_timestamps(resolution.lines), clock_offsets)
     timeline = _contract(detail, resolution, sources, file_nodes)
     contradictions = [_name_file(c, sources) for c in resolution.contradictions]
+    context = Context(detail, topology, {s.file_id: s.display for s in sources},
+                      people_table(timeline, detail))
+    findings = diagnose(context, contradictions)
     return Analysis(timeline, detail, topology, topology_source, sources, warnings,
-                    contradictions, resolution.host_nodes)
+                    contradictions, resolution.host_nodes, findings)
 
 
 def _launch_config(config: str | Path | LaunchConfig | None, parsed: pl.DataFrame,

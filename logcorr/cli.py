@@ -19,8 +19,9 @@ from rich.console import Console
 
 from logcorr import __version__
 from logcorr.api import Analysis, analyze, select_rows
-from logcorr.output import MACHINE_FORMATS, filter_time, parse_clock_offsets, write_machine
-from logcorr.render_timeline import head_tail, header, text_lines, timeline_table
+from logcorr.output import MACHINE_FORMATS, filter_time, parse_clock_offsets, write_json, \
+    write_machine
+from logcorr.render_timeline import findings_view, head_tail, header, text_lines, timeline_table
 from logcorr.config import LaunchConfig, load_config
 from logcorr.errors import ConfigError, InputError, LogcorrError
 from logcorr.render_topology import render_rank, render_topology
@@ -124,6 +125,10 @@ def _add_analyze(commands: argparse._SubParsersAction) -> None:  # type: ignore[
                          help="shift HOST's lines by SECONDS when ordering (repeatable)")
     command.add_argument("--limit", type=int, default=2000, metavar="N", help=(
         "terminal views show at most N lines, head and tail (default 2000; 0 = all)"))
+    command.add_argument("--report", metavar="FILE", help=(
+        "write the findings and coverage as JSON to FILE"))
+    command.add_argument("--exit-code", action="store_true", help=(
+        "exit 1 when any finding has severity error"))
     command.set_defaults(handler=_run_analyze)
 
 
@@ -135,26 +140,31 @@ def _run_analyze(args: argparse.Namespace) -> int:
                        clock_offsets=offsets, validate=not args.no_validate)
     frame = select_rows(analysis, selector) if selector else analysis.timeline
     frame = filter_time(frame, args.since, args.until)
+    if args.report:
+        write_json(analysis.report(), args.report)
     if fmt in MACHINE_FORMATS:
         write_machine(frame, fmt, args.output)
-        return 0
-    with _text_stream(args.output) as stream:
-        console = Console(file=stream, soft_wrap=True, highlight=False,
-                          force_terminal=None if stream is sys.stdout else False)
-        _print_timeline(console, analysis, frame, fmt, args.limit)
-    return 0
+    else:
+        with _text_stream(args.output) as stream:
+            tty = stream is sys.stdout and sys.stdout.isatty()
+            console = Console(file=stream, soft_wrap=True, highlight=False,
+                              force_terminal=None if tty else False, width=None if tty else 160)
+            _print_timeline(console, analysis, frame, fmt, args.limit)
+    failed = any(f.severity == "error" for f in analysis.findings)
+    return 1 if args.exit_code and failed else 0
 
 
 def _print_timeline(console: Console, analysis: Analysis, frame: pl.DataFrame, fmt: str,
                     limit: int) -> None:
+    console.print(findings_view(analysis))
     console.print(header(analysis, min(frame.height, limit) if limit > 0 else frame.height))
     for piece in head_tail(frame, limit):
         if isinstance(piece, str):
             console.print(Text(piece, style="dim"))
         elif fmt == "rich":
-            console.print(timeline_table(piece))
+            console.print(timeline_table(piece, analysis.topology))
         else:
-            for line in text_lines(piece):
+            for line in text_lines(piece, analysis.topology):
                 console.out(line, highlight=False)
 
 

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import tempfile
 from datetime import datetime
 from pathlib import Path
-from typing import IO
+from typing import IO, Callable
 
 import polars as pl
 
@@ -57,6 +58,12 @@ def filter_time(frame: pl.DataFrame, since: str | None, until: str | None) -> pl
     return frame.filter(condition)
 
 
+def write_json(document: object, output: str) -> None:
+    """Write a JSON document (sorted keys, stable) atomically to `output`."""
+    text = json.dumps(document, indent=1, sort_keys=True, default=str) + "\n"
+    _atomic(output, lambda stream: stream.write(text.encode()))
+
+
 def write_machine(frame: pl.DataFrame, fmt: str, output: str | None) -> None:
     """Write jsonl/csv/parquet to `output` (atomically: a temporary file renamed at the end,
     so an interrupted run leaves no partial file under the final name) or to stdout."""
@@ -66,6 +73,11 @@ def write_machine(frame: pl.DataFrame, fmt: str, output: str | None) -> None:
         _write(frame, fmt, sys.stdout.buffer)
         sys.stdout.buffer.flush()
         return
+    _atomic(output, lambda stream: _write(frame, fmt, stream))
+
+
+def _atomic(output: str, write: Callable[[IO[bytes]], object]) -> None:
+    """Write through a temporary file renamed into place at the end."""
     target = Path(output)
     folder = target.parent if str(target.parent) else Path(".")
     if not folder.is_dir():
@@ -73,7 +85,7 @@ def write_machine(frame: pl.DataFrame, fmt: str, output: str | None) -> None:
     handle, temp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".partial", dir=folder)
     try:
         with os.fdopen(handle, "wb") as stream:
-            _write(frame, fmt, stream)
+            write(stream)
         os.replace(temp, target)
     finally:
         if os.path.exists(temp):

@@ -20,6 +20,8 @@ from logcorr.render_topology import summary_line
 
 if TYPE_CHECKING:
     from logcorr.api import Analysis
+    from logcorr.diagnose import Finding
+    from logcorr.topology import Topology
 
 # C0 controls except tab, DEL, C1 controls, and the Unicode bidi/format controls.
 _UNSAFE = regex.compile(r"[\x00-\x08\x0a-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
@@ -39,10 +41,16 @@ def inert(text: str) -> str:
                        else f"\\u{ord(m.group()):04x}", text)
 
 
-def tag_expr() -> pl.Expr:
-    """A compact coordinate tag per row: `n1 g2 w10 DP5 TP10 EP10`, `main`, or empty."""
+def tag_expr(topology: Topology | None = None) -> pl.Expr:
+    """A compact coordinate tag per row: `n1 g2 w10 DP5 TP10 EP10`, `main`, or empty.
+    With a topology, dimensions of width 1 are left out."""
+    widths: dict[str, int] = {}
+    if topology is not None:
+        s = topology.sizes
+        widths = {"replica": s.replicas, "pp_rank": s.pp, "moe_ep_rank": s.moe_ep,
+                  "dp_rank": max(s.replicas, s.attn_dp), "tp_rank": s.tp}
     parts = [pl.when(pl.col(col).is_not_null()).then(pl.lit(label) + pl.col(col).cast(pl.String))
-             for col, label in _TAG_COLUMNS]
+             for col, label in _TAG_COLUMNS if widths.get(col, 2) > 1]
     coords = pl.concat_str(parts, separator=" ", ignore_nulls=True)
     scheduler = pl.col("role") == "scheduler"
     return (pl.when(scheduler).then(coords)
@@ -83,13 +91,13 @@ def _percent(part: int, total: int) -> str:
     return f"{100.0 * part / total:.1f}%" if total else "0%"
 
 
-def timeline_table(frame: pl.DataFrame) -> Table:
+def timeline_table(frame: pl.DataFrame, topology: Topology | None = None) -> Table:
     """The timeline rows as a table: order, time, process tag, source, text."""
     table = Table(box=None, pad_edge=False, show_header=True, header_style="bold")
     for column, options in (("#", {"justify": "right"}), ("time", {}), ("process", {}),
                             ("source", {}), ("file:line", {}), ("text", {"overflow": "fold"})):
         table.add_column(column, no_wrap=column != "text", **options)  # type: ignore[arg-type]
-    rows = frame.with_columns(tag_expr().alias("_tag")).select(
+    rows = frame.with_columns(tag_expr(topology).alias("_tag")).select(
         "order", "ts", "_tag", "source", "file", "line", "text")
     for order, ts, tag, source, name, line, text in rows.iter_rows():
         style = _PALETTE[hash(tag) % len(_PALETTE)] if tag else "dim"
@@ -109,9 +117,65 @@ def head_tail(frame: pl.DataFrame, limit: int) -> Iterator[pl.DataFrame | str]:
     yield frame.tail(half)
 
 
-def text_lines(frame: pl.DataFrame) -> Iterator[str]:
+def text_lines(frame: pl.DataFrame, topology: Topology | None = None) -> Iterator[str]:
     """Plain text view: `order ts [process] source file:line | text` per row."""
-    rows = frame.with_columns(tag_expr().alias("_tag")).select(
+    rows = frame.with_columns(tag_expr(topology).alias("_tag")).select(
         "order", "ts", "_tag", "source", "file", "line", "text")
     for order, ts, tag, source, name, line, text in rows.iter_rows():
         yield inert(f"{order}\t{ts or '-'}\t[{tag}]\t{source}\t{name}:{line}\t| {text or ''}")
+
+
+_SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
+
+
+def findings_view(analysis: Analysis) -> RenderableType:
+    """The findings panel: culprits with full coordinates, evidence lines, per-group progress."""
+    if not analysis.findings:
+        return Text("findings: none (no crash, hang, missing process or contradiction found)",
+                    style="green")
+    parts: list[RenderableType] = [Text(f"findings: {len(analysis.findings)}", style="bold")]
+    for number, finding in enumerate(analysis.findings, start=1):
+        style = _SEVERITY_STYLE.get(finding.severity, "")
+        parts.append(Text(f"{number}. [{finding.severity}] {finding.kind}: ", style=style)
+                     + Text(inert(finding.summary)))
+        if finding.processes:
+            parts.append(_people_table("culprit" if finding.severity == "error" else "process",
+                                       finding.processes))
+        if finding.progress:
+            parts.append(_progress_table(finding))
+        for cite in finding.evidence[:6]:
+            parts.append(Text(f"   evidence: {inert(str(cite['file']))}:{cite['line']}",
+                              style="dim"))
+    return RichGroup(*parts)
+
+
+def _people_table(title: str, people: list[dict[str, object]]) -> Table:
+    table = Table(box=None, pad_edge=False, header_style="bold")
+    columns = ("replica", "world_rank", "node_rank", "host", "pid", "gpu_id", "tp_rank",
+               "dp_rank", "pp_rank", "attn_dp_rank", "attn_tp_rank", "moe_ep_rank")
+    table.add_column(f"   {title}")
+    for column in columns:
+        table.add_column(column.replace("_rank", ""), justify="right")
+    for person in people[:16]:
+        table.add_row("", *(Text(inert("-" if person.get(c) is None else str(person.get(c))))
+                            for c in columns))
+    return table
+
+
+def _progress_table(finding: Finding, limit: int = 24) -> Table:
+    """Each member's progress, culprits first, so the odd one out shows at a glance."""
+    table = Table(box=None, pad_edge=False, header_style="bold")
+    for column in ("   member (world rank)", "timed out", "SeqNum", "last enqueued",
+                   "last completed", "last line"):
+        table.add_column(column, justify="right")
+    culprits = {p["world_rank"] for p in finding.processes}
+    rows = sorted(finding.progress, key=lambda r: (r["world_rank"] not in culprits,
+                                                   r["world_rank"]))
+    if len(rows) > limit:
+        table.caption = f"{len(rows) - limit} more member(s) not shown"
+    for row in rows[:limit]:
+        style = "bold red" if row["world_rank"] in culprits else ""
+        table.add_row(*(Text("-" if v is None else str(v), style=style) for v in (
+            row["world_rank"], "yes" if row["timed_out"] else "no", row["seq"],
+            row["last_enqueued"], row["last_completed"], row["last_line_ts"])))
+    return table

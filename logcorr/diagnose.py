@@ -1,0 +1,439 @@
+"""Rules: (tagged timeline, topology) -> findings that name the process that went wrong.
+
+A watchdog timeout is a symptom: every healthy member of a hung collective times out and
+shouts, while the one that caused it is often the quietest. So the rules compare members of one
+group instance and look for the odd one out:
+
+| kind              | rests on                                                                    |
+|-------------------|-----------------------------------------------------------------------------|
+| crash             | a process's first exception / fatal error; the earliest is the root, the     |
+|                   | SIGQUIT / kill cascade after it is attached, not reported as more roots     |
+| collective-hang   | torch watchdog timeouts of one group instance: members behind the SeqNum the |
+|                   | others wait on, or silent, are culprits; the ones that timed out are waiting |
+| init-hang         | a startup phase begun and never ended (NCCL `Init START` without COMPLETE,  |
+|                   | `Init … begin` without its end, weights never loaded) while others went on  |
+| missing-process   | processes of the topology that left no line at all                          |
+| stalled           | a process whose last line is far earlier than its TP peers', no timeout      |
+| inconsistent      | the config and the logs disagree                                            |
+| clock-skew        | one collective timing out at different times on different hosts             |
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Iterable
+
+import polars as pl
+
+from logcorr.model import COORDINATES
+from logcorr.topology import Topology
+
+SEVERITIES = ("error", "warning", "info")
+
+# Event stems, tested with literal `contains` on the text (cheap, vectorised).
+CRASH_STEMS = ("hit an exception", "Fatal Python error", "illegal memory access",
+               "CUDA error", "terminate called after throwing", "died during initialization",
+               "NCCL error", "ncclSystemError", "ncclInternalError", "ncclUnhandledCudaError")
+CASCADE_STEMS = ("Received sigquit", "SIGQUIT received", "crashed with exit code",
+                 "terminated with", "kill_process_tree", "Killed", "Triggering SIGQUIT")
+TIMEOUT_STEMS = ("Watchdog caught collective operation timeout", "detected by watchdog at work",
+                 "Timeout at NCCL work", "failure detected by watchdog")
+SGLANG_WATCHDOG_STEMS = ("Scheduler watchdog timeout", "Watchdog timeout (self.watchdog_timeout")
+# Startup phases in order: (name, begin stem, end stem).
+PHASES = (
+    ("distributed init", ("Init torch distributed begin", "Init parallel begin"),
+     ("Init torch distributed ends", "Init parallel ends")),
+    ("weight loading", ("Load weight begin",), ("Load weight end",)),
+    ("memory pool", ("Load weight end",), ("KV Cache is allocated", "Memory pool end")),
+    ("CUDA graph capture", ("Capture cuda graph begin", "CUDA graph begin"),
+     ("Capture cuda graph end", "CUDA graph end")),
+)
+STALL_SECONDS = 120.0
+SKEW_SECONDS = 2.0
+
+
+@dataclass
+class Finding:
+    kind: str
+    severity: str
+    summary: str
+    processes: list[dict[str, Any]] = field(default_factory=list)
+    group: str | None = None
+    group_members: list[int] | None = None
+    seq: int | None = None
+    op: str | None = None
+    first_ts: str | None = None
+    last_ts: str | None = None
+    evidence: list[dict[str, Any]] = field(default_factory=list)
+    progress: list[dict[str, Any]] = field(default_factory=list)  # per member, for the table
+    waiting: list[dict[str, Any]] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": self.kind, "severity": self.severity, "summary": self.summary,
+                "processes": self.processes, "group": self.group,
+                "group_members": self.group_members, "seq": self.seq, "op": self.op,
+                "first_ts": self.first_ts, "last_ts": self.last_ts, "evidence": self.evidence,
+                "waiting": self.waiting, "progress": self.progress}
+
+
+@dataclass
+class Context:
+    """What the rules read: the rows with their process, and who each process is."""
+
+    rows: pl.DataFrame  # detail rows in timeline order (proc, ts_full, text, parsed fields)
+    topology: Topology | None
+    files: dict[int, str]
+    people: dict[int, dict[str, Any]]  # proc -> full coordinates + host + pid
+
+    def who(self, procs: Iterable[int]) -> list[dict[str, Any]]:
+        return [self.people[p] for p in sorted(set(procs)) if p in self.people]
+
+    def cite(self, rows: pl.DataFrame, limit: int = 8) -> list[dict[str, Any]]:
+        return [{"file": self.files.get(f, "?"), "line": int(n)}
+                for f, n in rows.select("file_id", "line").head(limit).iter_rows()]
+
+
+def _contains_any(stems: Iterable[str]) -> pl.Expr:
+    return pl.any_horizontal(pl.col("text").str.contains(s, literal=True) for s in stems)
+
+
+def _iso(value: datetime | None) -> str | None:
+    return value.isoformat() if value is not None else None
+
+
+def people_table(timeline: pl.DataFrame, detail: pl.DataFrame) -> dict[int, dict[str, Any]]:
+    """proc -> its coordinates with the host and PID most of its lines show."""
+    joined = pl.concat([detail.select("proc"), timeline.select("host", "pid", *COORDINATES)],
+                       how="horizontal").filter(pl.col("proc").is_not_null())
+    people: dict[int, dict[str, Any]] = {}
+    for proc, group in joined.group_by("proc"):
+        first = group.row(0, named=True)
+        entry = {name: first[name] for name in COORDINATES}
+        for name in ("host", "pid"):
+            values = group[name].drop_nulls()
+            entry[name] = values.mode().sort()[0] if values.len() else None
+        people[int(proc[0])] = entry  # type: ignore[index]
+    return people
+
+
+def diagnose(ctx: Context, contradictions: list[dict[str, object]]) -> list[Finding]:
+    """All findings, errors first, then by time."""
+    findings: list[Finding] = []
+    crashes = crash_findings(ctx)
+    findings += crashes
+    crashed = {p["world_rank"] for f in crashes for p in f.processes}
+    findings += hang_findings(ctx, crashed)
+    findings += init_findings(ctx)
+    findings += missing_findings(ctx)
+    findings += stalled_findings(ctx, findings)
+    findings += clock_findings(ctx)
+    findings += [Finding("inconsistent", "warning", str(c["detail"]),
+                         evidence=[{"file": c["file"], "line": c["line"]}] if c.get("file") else [])
+                 for c in contradictions]
+    rank = {s: i for i, s in enumerate(SEVERITIES)}
+    return sorted(findings, key=lambda f: (rank[f.severity], f.first_ts or "~", f.kind))
+
+
+# --------------------------------------------------------------------------- crash
+
+
+def crash_findings(ctx: Context) -> list[Finding]:
+    """The first fatal event of each process; the earliest overall is the root, later crashes
+    and the SIGQUIT cascade hang off it."""
+    rows = ctx.rows
+    crash = rows.filter(_contains_any(CRASH_STEMS) & pl.col("proc").is_not_null()
+                        & ~pl.col("text").str.contains("NCCL WARN", literal=True))
+    if crash.height == 0:
+        return []
+    firsts = crash.group_by("proc").agg(pl.all().sort_by("order").first()).sort("order")
+    root = firsts.row(0, named=True)
+    cascade = rows.filter(_contains_any(CASCADE_STEMS) & (pl.col("order") > root["order"]))
+    later = firsts.slice(1)
+    detail = _exception_text(rows, root)
+    proc_text = _short(ctx.people.get(root["proc"], {}))
+    summary = (f"{proc_text} failed first: {detail}" if detail else
+               f"{proc_text} failed first: {root['text'].strip()[:160]}")
+    if later.height:
+        summary += f"; {later.height} other process(es) failed after it"
+    if cascade.height:
+        summary += "; the SIGQUIT/kill cascade that followed is attached"
+    evidence = ctx.cite(pl.concat([firsts.head(1).select("file_id", "line"),
+                                   _record_tail(rows, root).select("file_id", "line"),
+                                   later.select("file_id", "line"),
+                                   cascade.select("file_id", "line")]), limit=12)
+    return [Finding("crash", "error", summary, ctx.who([root["proc"]]),
+                    first_ts=_iso(root["ts_full"]),
+                    last_ts=_iso(_last_ts(pl.concat([firsts.select("ts_full"),
+                                                     cascade.select("ts_full")]))),
+                    evidence=evidence,
+                    waiting=ctx.who(later["proc"].to_list()))]
+
+
+def _record_tail(rows: pl.DataFrame, root: dict[str, Any]) -> pl.DataFrame:
+    """The last line of the root's record (`ExcType: message` of its traceback)."""
+    record = rows.filter((pl.col("file_id") == root["file_id"]) & (pl.col("record") == root[
+        "record"]) & (pl.col("proc") == root["proc"]))
+    return record.sort("line", "part").tail(1)
+
+
+def _exception_text(rows: pl.DataFrame, root: dict[str, Any]) -> str:
+    tail = _record_tail(rows, root)
+    text = str(tail["text"][0]).strip() if tail.height else ""
+    return text[:200] if ":" in text and tail["line"][0] != root["line"] else ""
+
+
+def _last_ts(frame: pl.DataFrame) -> datetime | None:
+    values = frame["ts_full"].drop_nulls()
+    return values.max() if values.len() else None  # type: ignore[return-value]
+
+
+def _short(person: dict[str, Any]) -> str:
+    if not person:
+        return "a process"
+    bits = [f"replica {person['replica']}"] if person.get("replica") else []
+    bits += [f"world rank {person['world_rank']}", f"TP{person['tp_rank']}"]
+    if person.get("dp_rank") is not None:
+        bits.append(f"DP{person['dp_rank']}")
+    bits.append(f"node {person['node_rank']} GPU {person['gpu_id']}")
+    if person.get("host"):
+        bits.append(f"host {person['host']}")
+    if person.get("pid"):
+        bits.append(f"PID {person['pid']}")
+    return "process (" + ", ".join(bits) + ")"
+
+
+# --------------------------------------------------------------------------- hangs
+
+
+def _group_name(desc: str | None, pg_rank: int | None, person: dict[str, Any]) -> str | None:
+    """SGLang group of a torch PG line: from its description (`tp:device`), else the group
+    whose rank the PG rank equals (tp first)."""
+    if desc:
+        name = desc.split(":")[0]
+        return "world" if name == "default_pg" else name
+    if pg_rank is not None and pg_rank == person.get("tp_rank"):
+        return "tp"
+    if pg_rank is not None and pg_rank == person.get("world_rank"):
+        return "world"
+    return None
+
+
+def hang_findings(ctx: Context, crashed: set[int]) -> list[Finding]:
+    """One finding per group instance whose members' watchdogs fired."""
+    if ctx.topology is None:
+        return []
+    timeouts = ctx.rows.filter(_contains_any(TIMEOUT_STEMS) & pl.col("proc").is_not_null())
+    instances: dict[tuple[int, str, tuple[int, ...]], list[dict[str, Any]]] = {}
+    for row in timeouts.iter_rows(named=True):
+        person = ctx.people.get(row["proc"])
+        group = _group_name(row["pg_desc"], row["pg_rank"], person or {})
+        if person is None or group is None or group not in ctx.topology.groups:
+            continue
+        members = ctx.topology.group_instance(group, person["world_rank"])
+        instances.setdefault((person["replica"], group, members), []).append(row)
+    return [_hang(ctx, ctx.topology, replica, group, members, rows, crashed)
+            for (replica, group, members), rows in sorted(instances.items())]
+
+
+def _hang(ctx: Context, topology: Topology, replica: int, group: str, members: tuple[int, ...],
+          rows: list[dict[str, Any]], crashed: set[int]) -> Finding:
+    procs = {replica * topology.sizes.world + w: w for w in members}
+    waited = max((r["seq"] for r in rows if r["seq"] is not None), default=None)
+    ops = [r["op"] for r in rows if r["op"]]
+    progress = _progress(ctx, procs, rows)
+    reported = {p["proc"] for p in progress if p["timed_out"]}
+    behind = {p["proc"] for p in progress if p["timed_out"] and waited is not None and (
+        (p["last_enqueued"] is not None and p["last_enqueued"] < waited)
+        or (p["seq"] is not None and p["seq"] < waited))}
+    silent = set(procs) - reported
+    culprits = behind | silent
+    waiting = reported - behind
+    first = min((r["ts_full"] for r in rows if r["ts_full"]), default=None)
+    last = max((r["ts_full"] for r in rows if r["ts_full"]), default=None)
+    op = ops[0] if ops else None
+    if culprits:
+        names = ", ".join(f"world rank {procs[p]}" for p in sorted(culprits))
+        how = ("never reached" if silent and not behind else "is behind on")
+        summary = (f"{group} group {list(members)} (replica {replica}) hangs in "
+                   f"{op or 'a collective'} SeqNum {waited}: {names} {how} it while "
+                   f"{len(waiting)} member(s) timed out waiting")
+        if {procs[p] for p in culprits} & crashed:
+            summary += " (the culprit crashed: see the crash finding)"
+    else:
+        summary = (f"{group} group {list(members)} (replica {replica}): every member in the logs "
+                   f"timed out waiting on SeqNum {waited}; the missing participant is outside "
+                   "these logs")
+    evidence_rows = pl.DataFrame([{"file_id": r["file_id"], "line": r["line"]} for r in rows],
+                                 schema={"file_id": pl.UInt32, "line": pl.UInt32})
+    culprit_lines = ctx.rows.filter(pl.col("proc").is_in(sorted(culprits))
+                                    & _contains_any(SGLANG_WATCHDOG_STEMS + ("Pyspy dump",)))
+    evidence = ctx.cite(pl.concat([culprit_lines.select("file_id", "line"), evidence_rows]), 12)
+    return Finding("collective-hang", "error", summary, ctx.who(culprits), group=group,
+                   group_members=list(members), seq=waited, op=op, first_ts=_iso(first),
+                   last_ts=_iso(last), evidence=evidence, waiting=ctx.who(waiting),
+                   progress=progress)
+
+
+def _progress(ctx: Context, procs: dict[int, int], rows: list[dict[str, Any]]
+              ) -> list[dict[str, Any]]:
+    """Per member: timed out?, its SeqNum, last enqueued/completed, last line time."""
+    last_line = (ctx.rows.filter(pl.col("proc").is_in(list(procs)))
+                 .group_by("proc").agg(pl.col("ts_full").max()))
+    last_seen = {int(p): t for p, t in last_line.iter_rows()}
+    table = []
+    for proc, world in sorted(procs.items(), key=lambda kv: kv[1]):
+        mine = [r for r in rows if r["proc"] == proc]
+        table.append({
+            "proc": proc, "world_rank": world, "timed_out": bool(mine),
+            "seq": max((r["seq"] for r in mine if r["seq"] is not None), default=None),
+            "last_enqueued": max((r["last_enqueued"] for r in mine
+                                  if r["last_enqueued"] is not None), default=None),
+            "last_completed": max((r["last_completed"] for r in mine
+                                   if r["last_completed"] is not None), default=None),
+            "last_line_ts": _iso(last_seen.get(proc)),
+        })
+    return table
+
+
+# --------------------------------------------------------------------------- startup
+
+
+def init_findings(ctx: Context) -> list[Finding]:
+    """Processes stuck in a startup phase while others got further."""
+    findings = _nccl_init_findings(ctx)
+    rows = ctx.rows.filter(pl.col("proc").is_not_null())
+    if rows.height == 0:
+        return findings
+    reached: dict[int, int] = {}
+    open_phase: dict[int, tuple[int, dict[str, Any]]] = {}
+    for index, (_, begins, ends) in enumerate(PHASES):
+        began = rows.filter(_contains_any(begins)).group_by("proc").agg(pl.all().first())
+        ended = set(rows.filter(_contains_any(ends))["proc"].to_list())
+        for row in began.iter_rows(named=True):
+            reached[row["proc"]] = max(reached.get(row["proc"], -1), index)
+            if row["proc"] not in ended:
+                open_phase[row["proc"]] = (index, row)
+        for proc in ended:
+            reached[proc] = max(reached.get(proc, -1), index)
+    best = max(reached.values(), default=-1)
+    stuck: dict[int, list[tuple[int, dict[str, Any]]]] = {}
+    for proc, (index, row) in open_phase.items():
+        if index < best or (index == best and len(open_phase) < len(reached)):
+            if reached[proc] == index:
+                stuck.setdefault(index, []).append((proc, row))
+    for index, items in sorted(stuck.items()):
+        name = PHASES[index][0]
+        procs = [p for p, _ in items]
+        rows_cited = pl.DataFrame([{"file_id": r["file_id"], "line": r["line"]} for _, r in items],
+                                  schema={"file_id": pl.UInt32, "line": pl.UInt32})
+        findings.append(Finding(
+            "init-hang", "error",
+            f"{len(procs)} process(es) began {name} and never finished it while others got "
+            f"further: world ranks {sorted(ctx.people[p]['world_rank'] for p in procs)}",
+            ctx.who(procs), first_ts=_iso(min((r["ts_full"] for _, r in items if r["ts_full"]),
+                                              default=None)),
+            evidence=ctx.cite(rows_cited)))
+    return findings
+
+
+def _nccl_init_findings(ctx: Context) -> list[Finding]:
+    """A communicator (commId) whose `Init START` some members logged without COMPLETE."""
+    nccl = ctx.rows.filter(pl.col("comm_id").is_not_null() & pl.col("nccl_phase").is_not_null())
+    findings = []
+    for (comm_id,), group in nccl.group_by("comm_id"):
+        started = group.filter(pl.col("nccl_phase") == "Init START")
+        done = set(group.filter(pl.col("nccl_phase") == "Init COMPLETE")["pid"].to_list())
+        hung = started.filter(~pl.col("pid").is_in(list(done)))
+        if hung.height == 0:
+            continue
+        procs = [p for p in hung["proc"].drop_nulls().to_list()]
+        nranks = group["comm_nranks"].drop_nulls()
+        findings.append(Finding(
+            "init-hang", "error",
+            f"NCCL communicator {comm_id} (nranks {nranks[0] if nranks.len() else '?'}): "
+            f"{hung.height} rank(s) logged Init START and never Init COMPLETE"
+            + (f" while {len(done)} completed" if done else ""),
+            ctx.who(procs), evidence=ctx.cite(hung)))
+    return sorted(findings, key=lambda f: f.summary)
+
+
+# --------------------------------------------------------------------------- absence
+
+
+def missing_findings(ctx: Context) -> list[Finding]:
+    if ctx.topology is None:
+        return []
+    seen = set(ctx.people)
+    missing = [i for i in range(len(ctx.topology.processes)) if i not in seen]
+    if not missing or not seen:
+        return []
+    nodes_seen = {ctx.topology.processes[p].node_rank for p in seen}
+    by_node: dict[int, list[int]] = {}
+    for index in missing:
+        by_node.setdefault(ctx.topology.processes[index].node_rank, []).append(index)
+    findings = []
+    for node, procs in sorted(by_node.items()):
+        whole = node not in nodes_seen
+        people = [{name: getattr(ctx.topology.processes[p], name) for name in COORDINATES}
+                  | {"host": None, "pid": None} for p in procs]
+        summary = (f"node {node}: none of its {len(procs)} scheduler(s) left a line; its log "
+                   "is missing entirely" if whole else
+                   f"{len(procs)} scheduler(s) on node {node} left no line: world ranks "
+                   f"{[ctx.topology.processes[p].world_rank for p in procs]}")
+        findings.append(Finding("missing-process", "warning", summary, people))
+    return findings
+
+
+def stalled_findings(ctx: Context, earlier: list[Finding]) -> list[Finding]:
+    """Processes whose last line is far older than their TP peers', with no other finding."""
+    if ctx.topology is None:
+        return []
+    explained = {(p["replica"], p["world_rank"]) for f in earlier for p in f.processes + f.waiting}
+    last = (ctx.rows.filter(pl.col("proc").is_not_null() & pl.col("ts_full").is_not_null())
+            .group_by("proc").agg(pl.col("ts_full").max(), pl.col("file_id").last(),
+                                  pl.col("line").last()))
+    last_of = {int(p): (t, f, n) for p, t, f, n in last.iter_rows()}
+    findings = []
+    for proc, (ts, file_id, line) in sorted(last_of.items()):
+        person = ctx.people[proc]
+        if (person["replica"], person["world_rank"]) in explained:
+            continue
+        world = ctx.topology.sizes.world
+        peers = [last_of[person["replica"] * world + w]
+                 for w in ctx.topology.group_instance("tp", person["world_rank"])
+                 if person["replica"] * world + w in last_of]
+        newest = max(t for t, _, _ in peers)
+        if (newest - ts).total_seconds() > STALL_SECONDS:
+            findings.append(Finding(
+                "stalled", "warning",
+                f"{_short(person)} went quiet at {ts.isoformat()}, "
+                f"{(newest - ts).total_seconds():.0f} s before its TP peers, with no timeout "
+                "message", [person], first_ts=ts.isoformat(), last_ts=newest.isoformat(),
+                evidence=[{"file": ctx.files.get(file_id, "?"), "line": int(line)}]))
+    return findings
+
+
+def clock_findings(ctx: Context) -> list[Finding]:
+    """Hosts whose watchdogs fire on the same SeqNum at different times: their clocks differ."""
+    timeouts = ctx.rows.filter(_contains_any(TIMEOUT_STEMS[:1]) & pl.col("seq").is_not_null()
+                               & pl.col("eff_host").is_not_null()
+                               & pl.col("ts_full").is_not_null())
+    per_host: dict[str, list[float]] = {}
+    for (_, _), group in timeouts.group_by("pg_desc", "seq"):
+        hosts = group.group_by("eff_host").agg(pl.col("ts_full").median())
+        if hosts.height < 2:
+            continue
+        base = hosts["ts_full"].min()
+        for host, ts in hosts.iter_rows():
+            per_host.setdefault(host, []).append((ts - base).total_seconds())
+    offsets = {h: statistics.median(v) for h, v in per_host.items()}
+    skewed = {h: o for h, o in offsets.items() if abs(o) > SKEW_SECONDS}
+    if not skewed:
+        return []
+    flags = " ".join(f"--clock-offset {h}={-o:g}" for h, o in sorted(skewed.items()))
+    return [Finding("clock-skew", "info",
+                    "the same collective timed out at different times on different hosts: "
+                    + ", ".join(f"{h} {o:+.1f} s" for h, o in sorted(offsets.items()))
+                    + f"; to align, pass {flags}")]
