@@ -40,7 +40,7 @@ def parse(lines: pl.DataFrame) -> pl.DataFrame:
     """Physical lines (LINES_SCHEMA) -> record parts with their fields (PARSED_SCHEMA)."""
     if lines.height == 0:
         return empty_parsed()
-    df = lines.select("file_id", "line", "text").with_row_index("_row")
+    df = lines.select("file_id", "line", "text").rechunk().with_row_index("_row")
     fast_rows = sglang.fast_candidates(pl.col("text")) & ~parts.hint(pl.col("text"))
     fast = df.filter(fast_rows).with_columns(
         part=pl.lit(0, pl.UInt16), body=pl.col("text"), pbody=pl.col("text")
@@ -49,23 +49,25 @@ def parse(lines: pl.DataFrame) -> pl.DataFrame:
     rest = pl.concat([df.filter(~fast_rows), fast_bad.select(df.columns)])
     results = [fast_parsed, *_parse_rest(rest)]
     out = pl.concat(results, how="diagonal_relaxed")
-    return finalize(_fill_from_wrappers(out).sort("_row", "part"))
+    return finalize(out.sort("_row", "part"))
 
 
 def _parse_rest(rest: pl.DataFrame) -> list[pl.DataFrame]:
     """Wrappers, parts and the family cascade for the rows off the fast path."""
     if rest.height == 0:
         return []
-    rest = parts.split(wrappers.peel(rest))
+    rest = parts.split(wrappers.peel(rest.rechunk())).rechunk()
     remaining = rest.with_columns(pbody=wrappers.clean(pl.col("body")))
     results: list[pl.DataFrame] = []
     for test, family_parse in FAMILIES:
         chosen = test(pl.col("pbody")).fill_null(False)
         parsed, refused = family_parse(remaining.filter(chosen))
         results.append(parsed)
-        remaining = pl.concat([remaining.filter(~chosen), refused], how="diagonal_relaxed")
+        remaining = pl.concat(
+            [remaining.filter(~chosen), refused], how="diagonal_relaxed"
+        ).rechunk()
     results.append(remaining.with_columns(source=pl.lit("other"), starts_record=pl.lit(False)))
-    return results
+    return [_fill_from_wrappers(pl.concat(results, how="diagonal_relaxed").rechunk())]
 
 
 def _fill_from_wrappers(df: pl.DataFrame) -> pl.DataFrame:

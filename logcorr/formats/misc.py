@@ -7,7 +7,7 @@ import polars as pl
 from logcorr.formats._common import BODY, as_int, datetime_from
 
 UVICORN = r"^(?:INFO|WARNING|ERROR|DEBUG|CRITICAL|TRACE):\s{1,9}\S"
-_TQDM_HINTS = ["it/s]", "s/it]", "it/s,", "s/it,", "%|", "% Completed |"]
+_TQDM = r"it/s[\],]|s/it[\],]|\d%\||% Completed \|"
 CANN_ERROR = (
     r"^\[ERROR\] (\d{4}-\d\d-\d\d)-(\d\d:\d\d:\d\d) \(PID:(\d+), Device:(-?\d+), RankID:(-?\d+)\)"
 )
@@ -17,7 +17,8 @@ CANN_CODE = r"(?:^|detail:)(E[A-Z]\d{4})?(?::\s*)?\[PID: (\d+)\] (\d{4}-\d\d-\d\
 def candidates(body: pl.Expr) -> pl.Expr:
     """Cheap test for any of the small families."""
     return (
-        body.str.contains_any(_TQDM_HINTS + ["[PID: "])
+        body.str.contains(_TQDM)
+        | body.str.contains("[PID: ", literal=True)
         | body.str.starts_with("[ERROR] ")
         | body.str.starts_with("[Gloo] ")
         | body.str.contains(UVICORN)
@@ -36,7 +37,7 @@ def parse(df: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
         .then(pl.lit("uvicorn"))
         .when(BODY.str.starts_with("[Gloo] "))
         .then(pl.lit("gloo"))
-        .when(BODY.str.contains_any(_TQDM_HINTS))
+        .when(BODY.str.contains(_TQDM))
         .then(pl.lit("tqdm"))
     )
     df = df.with_columns(source=source)

@@ -29,13 +29,14 @@ _TAIL = rf"^(?:\.(\d{{3}}))?((?: {RANK_TOKEN})*)$"
 GENERAL = (
     rf"^(\[)?(?:(\d{{4}}-\d\d-\d\d) )?(\d\d:\d\d:\d\d)(?:\.(\d{{3}}))?((?: {RANK_TOKEN})*)\](?: |$)"
 )
-_MAIN_HINTS = [
-    "server_args", "INFO:", "WARNING:", "ERROR:", "DEBUG:", "CRITICAL:", "fired up", "sigquit",
-    "Subprocess scheduler_", "kill_process_tree", ".py:", "Pyspy dump for PID",
-]  # fmt: skip
-_UVICORN_LEVEL = r"^(?:INFO|WARNING|ERROR|DEBUG|CRITICAL|TRACE):\s"
-_MAIN_SOURCE = r"^(?:INFO|WARNING|ERROR|DEBUG|CRITICAL) (?:server_args|http_server|tokenizer_manager|engine|launch_server)\.py:\d+: "
-_MAIN_STEMS = ["The server is fired up", "Received sigquit from a child proces", "kill_process_tree"]
+_MAIN_PROOF = (
+    r"^[^\]]*\] (?:server_args=(?:ServerArgs\(|\{)|(?:INFO|WARNING|ERROR|DEBUG|CRITICAL|TRACE):\s"
+    r"|(?:INFO|WARNING|ERROR|DEBUG|CRITICAL) (?:server_args|http_server|tokenizer_manager|engine"
+    r"|launch_server)\.py:\d+: |The server is fired up|Received sigquit from a child proces"
+    r"|kill_process_tree|Subprocess scheduler_\S* \(pid=\d+\) crashed)"
+)
+_SERVER_ARGS = r"^[^\]]*\] server_args=(?:ServerArgs\(|\{)"
+_PYSPY = r"^[^\]]*\] Pyspy dump for PID (\d+)"
 
 
 def fast_candidates(text: pl.Expr) -> pl.Expr:
@@ -104,33 +105,31 @@ def parse_general(df: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
 
 
 def _finish(df: pl.DataFrame) -> pl.DataFrame:
-    """Common columns: source, role, server_args, link_pid (message checks on hinted rows only)."""
+    """Common columns: source, role, server_args, link_pid (message checks on few rows only)."""
     has_rank = pl.any_horizontal(pl.col(name).is_not_null() for name in _RANK_KEYS)
     df = df.with_columns(
         source=pl.lit("sglang"),
         starts_record=pl.lit(True),
         ts_has_year=pl.col("ts_has_date"),
         role=pl.when(has_rank).then(pl.lit("scheduler")),
-        _hint=BODY.str.contains_any(_MAIN_HINTS),
-    )
-    hinted = _message_facts(df.filter(pl.col("_hint")))
-    plain = df.filter(~pl.col("_hint"))
-    return pl.concat([plain, hinted], how="diagonal_relaxed").drop("_hint", "_close", "_tail", "_ok", "_ms", strict=False)
+    ).drop("_close", "_tail", "_ok", "_ms", strict=False)
+    ranked = df.filter(pl.col("role").is_not_null())
+    unranked = df.filter(pl.col("role").is_null())
+    return pl.concat([_pyspy_links(ranked), _main_facts(unranked)], how="diagonal_relaxed")
 
 
-def _message_facts(df: pl.DataFrame) -> pl.DataFrame:
-    """role=main / server_args / link_pid from the message of hinted rows."""
-    msg = BODY.str.slice(pl.col("_close") + 2)
-    is_args = msg.str.starts_with("server_args=ServerArgs(") | msg.str.starts_with("server_args={")
-    proves_main = (
-        is_args
-        | msg.str.contains(_UVICORN_LEVEL)
-        | msg.str.contains(_MAIN_SOURCE)
-        | pl.any_horizontal(msg.str.starts_with(stem) for stem in _MAIN_STEMS)
-        | (msg.str.starts_with("Subprocess scheduler_") & msg.str.contains(" crashed", literal=True))
+def _pyspy_links(df: pl.DataFrame) -> pl.DataFrame:
+    """`Pyspy dump for PID n:` -> link_pid (the scheduler dumps itself)."""
+    hit = BODY.str.contains("] Pyspy dump for PID ", literal=True)
+    rows = df.filter(hit).with_columns(link_pid=as_int(BODY.str.extract(_PYSPY, 1), pl.Int64()))
+    return pl.concat([df.filter(~hit), rows], how="diagonal_relaxed")
+
+
+def _main_facts(df: pl.DataFrame) -> pl.DataFrame:
+    """role=main (and server_args) for prefix-less lines whose message proves the main process."""
+    hit = BODY.str.contains(_MAIN_PROOF)
+    rows = df.filter(hit).with_columns(
+        role=pl.lit("main"),
+        server_args=pl.when(BODY.str.contains(_SERVER_ARGS)).then(True),
     )
-    return df.with_columns(
-        role=pl.when(pl.col("role").is_null() & proves_main).then(pl.lit("main")).otherwise("role"),
-        server_args=pl.when(is_args).then(True),
-        link_pid=as_int(msg.str.extract(r"^Pyspy dump for PID (\d+)", 1), pl.Int64()),
-    )
+    return pl.concat([df.filter(~hit), rows], how="diagonal_relaxed")

@@ -21,7 +21,7 @@ PG_TAG = (
 WORK = r"WorkNCCL\(SeqNum=(-?\d+), OpType=(\w+)"
 AT_WORK = r"(?:detected by watchdog at work|Timeout at NCCL work|at work sequence id): (-?\d+)"
 COUNTERS = r"[Ll]ast enqueued (?:NCCL )?work: (-?\d+), last completed (?:NCCL )?work: (-?\d+)"
-_FACT_HINTS = ["Rank ", "WorkNCCL(", "work: ", "sequence id"]
+_FACT_HINT = r"Rank \d|WorkNCCL\(|work: |sequence id"
 CPP_STARTS = (
     "terminate called after throwing",
     "terminate called recursively",
@@ -67,7 +67,7 @@ def parse_cpp(df: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
 
 def message_facts(df: pl.DataFrame) -> pl.DataFrame:
     """PG identity, WorkNCCL seq/op and watchdog counters, on rows that hint at them."""
-    hinted = BODY.str.contains_any(_FACT_HINTS)
+    hinted = BODY.str.contains(_FACT_HINT)
     rows = df.filter(hinted)
     if rows.height == 0:
         return df

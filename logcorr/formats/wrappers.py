@@ -48,7 +48,7 @@ WRAP = (
 )
 
 _JUNK = r"\x1b\[[0-9;?]*[A-Za-z]|\[[0-9;]{1,6}m| ?\[repeated \d+x across cluster\]"
-_JUNK_HINTS = ["\x1b", "[repeated ", "[0m", "[36m", "[32m", "[33m", "[31m", "[1m"]
+_JUNK_HINT = r"\x1b|\[repeated |\[[0-9;]{1,6}m"
 # First characters a wrapped line can start with (a SGLang `[YYYY-MM-DD HH` line never is).
 _WRAP_STARTS = r"^(?:[\x00\x1b (0-9]|\[(?:\d{1,9}\]|20\d\d-\d\d-\d\dT|default|rank|\d\dm|\d;)|[\w.\-]+ \[std|[\w.\-]+/\d+ \[def)"
 
@@ -97,7 +97,7 @@ def _wrapper_fields(df: pl.DataFrame) -> pl.DataFrame:
 def clean(body: pl.Expr) -> pl.Expr:
     """`body` without colour codes and Ray dedup suffixes (only rows holding a hint are touched)."""
     return (
-        pl.when(body.str.contains_any(_JUNK_HINTS))
+        pl.when(body.str.contains(_JUNK_HINT))
         .then(body.str.replace_all(_JUNK, ""))
         .otherwise(body)
     )
