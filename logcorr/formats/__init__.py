@@ -17,6 +17,7 @@ import polars as pl
 
 from logcorr.formats import misc, nccl, parts, python, sglang, torch, wrappers
 from logcorr.formats._common import empty_parsed, finalize
+from logcorr.model import PARSED_SCHEMA
 
 Family = tuple[
     Callable[[pl.Expr], pl.Expr], Callable[[pl.DataFrame], tuple[pl.DataFrame, pl.DataFrame]]
@@ -31,6 +32,7 @@ FAMILIES: tuple[Family, ...] = (
     (misc.candidates, misc.parse),
     (python.candidates, python.parse),
 )
+_BASE_COLUMNS = frozenset({"file_id", "line", "part", "text"})
 _WRAPPER_FILLS = {"host": "_w_host", "pid": "_w_pid", "torch_rank": "_w_torch_rank", "ts": "_w_ts"}
 
 __all__ = ["parse"]
@@ -47,9 +49,37 @@ def parse(lines: pl.DataFrame) -> pl.DataFrame:
     )
     fast_parsed, fast_bad = sglang.parse_fast(fast)
     rest = pl.concat([df.filter(~fast_rows), fast_bad.select(df.columns)])
-    results = [fast_parsed, *_parse_rest(rest)]
-    out = pl.concat(results, how="diagonal_relaxed")
-    return finalize(out.sort("_row", "part"))
+    return _assemble([fast_parsed, *_parse_rest(rest)])
+
+
+def _assemble(results: list[pl.DataFrame]) -> pl.DataFrame:
+    """Put the family results back in (line, part) order: sort narrow, scatter wide.
+
+    Only the key and the text columns are sorted; every other column is scattered into its
+    position, and only from the results that have it, so wide all-null columns cost nothing.
+    """
+    results = [r.with_columns(_key=_key()) for r in results if r.height]
+    base = pl.concat(
+        [r.select("_key", "file_id", "line", "part", "text") for r in results]
+    ).sort("_key")
+    keys = base.get_column("_key")
+    columns: dict[str, pl.Series] = {}
+    for result in results:
+        positions = keys.search_sorted(result.get_column("_key"))
+        for name, dtype in PARSED_SCHEMA.items():
+            if name in _BASE_COLUMNS or name not in result.columns:
+                continue
+            values = result.get_column(name).cast(dtype)
+            if values.null_count() == len(values):
+                continue
+            if name not in columns:
+                columns[name] = pl.repeat(None, base.height, dtype=dtype, eager=True).alias(name)
+            columns[name].scatter(positions, values)
+    return finalize(base.with_columns(list(columns.values())))
+
+
+def _key() -> pl.Expr:
+    return pl.col("_row").cast(pl.UInt64) * 65536 + pl.col("part").cast(pl.UInt64)
 
 
 def _parse_rest(rest: pl.DataFrame) -> list[pl.DataFrame]:
@@ -63,11 +93,9 @@ def _parse_rest(rest: pl.DataFrame) -> list[pl.DataFrame]:
         chosen = test(pl.col("pbody")).fill_null(False)
         parsed, refused = family_parse(remaining.filter(chosen))
         results.append(parsed)
-        remaining = pl.concat(
-            [remaining.filter(~chosen), refused], how="diagonal_relaxed"
-        ).rechunk()
+        remaining = pl.concat([remaining.filter(~chosen), refused], how="diagonal_relaxed")
     results.append(remaining.with_columns(source=pl.lit("other"), starts_record=pl.lit(False)))
-    return [_fill_from_wrappers(pl.concat(results, how="diagonal_relaxed").rechunk())]
+    return [_fill_from_wrappers(pl.concat(results, how="diagonal_relaxed"))]
 
 
 def _fill_from_wrappers(df: pl.DataFrame) -> pl.DataFrame:

@@ -15,6 +15,7 @@ from logcorr.formats._common import NCCL_HEADER, SENTINEL, SGL_HEADER, SGL_STAMP
 
 SPLIT = rf"(?:\[{SGL_STAMP}\] )?{NCCL_HEADER}|{SGL_HEADER}"
 HINTS = ["[20", " NCCL "]
+_NCCL_AT_START = rf"^(?:\[{SGL_STAMP}\] )?{NCCL_HEADER}"
 
 
 def hint(text: pl.Expr) -> pl.Expr:
@@ -23,10 +24,19 @@ def hint(text: pl.Expr) -> pl.Expr:
     return tail.str.contains(HINTS[0], literal=True) | tail.str.contains(HINTS[1], literal=True)
 
 
+def _nccl_glue(body: pl.Expr) -> pl.Expr:
+    """An NCCL header somewhere other than the start, or two of them."""
+    return body.str.contains(" NCCL ", literal=True) & (
+        ~body.str.contains(_NCCL_AT_START) | (body.str.count_matches(" NCCL ", literal=True) > 1)
+    )
+
+
 def split(df: pl.DataFrame) -> pl.DataFrame:
     """Explode glued lines into parts; adds `part` (UInt16), rewrites `text` and `body` per part."""
     body = pl.col("body")
-    maybe = hint(body) & ~body.str.contains(SENTINEL, literal=True)
+    maybe = (body.str.slice(1).str.contains("[20", literal=True) | _nccl_glue(body)) & ~body.str.contains(
+        SENTINEL, literal=True
+    )
     single = df.filter(~maybe).with_columns(part=pl.lit(0, pl.UInt16))
     multi = df.filter(maybe)
     if multi.height == 0:

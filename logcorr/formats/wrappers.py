@@ -50,7 +50,7 @@ WRAP = (
 _JUNK = r"\x1b\[[0-9;?]*[A-Za-z]|\[[0-9;]{1,6}m| ?\[repeated \d+x across cluster\]"
 _JUNK_HINT = r"\x1b|\[repeated |\[[0-9;]{1,6}m"
 # First characters a wrapped line can start with (a SGLang `[YYYY-MM-DD HH` line never is).
-_WRAP_STARTS = r"^(?:[\x00\x1b (0-9]|\[(?:\d{1,9}\]|20\d\d-\d\d-\d\dT|default|rank|\d\dm|\d;)|[\w.\-]+ \[std|[\w.\-]+/\d+ \[def)"
+_WRAP_STARTS = r"^(?:[\x00\x1b(0-9]| [\[(\x1b]|\[(?:\d{1,9}\]|20\d\d-\d\d-\d\dT|default|rank|\d\dm|\d;)|[\w.\-]+ \[std|[\w.\-]+/\d+ \[def)"
 
 
 def peel(df: pl.DataFrame) -> pl.DataFrame:
