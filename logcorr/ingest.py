@@ -315,8 +315,7 @@ def _split_lines(block: bytes) -> pl.Series:
         )
         return frame.get_column("text").fill_null("")
     text = block.decode("utf-8", errors="replace")
-    if text.endswith("\n"):
-        text = text[:-1]
+    text = text.removesuffix("\n")
     lines = pl.Series("text", [text], dtype=pl.String).str.split("\n").explode()
     return lines.str.strip_suffix("\r")
 
