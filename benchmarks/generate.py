@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import shutil
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -66,7 +67,9 @@ def c10(ts: datetime, sev: str = "E") -> str:
     return f"{sev}{ts.month}{ts.day:02d} {ts.strftime('%H:%M:%S')}.{ts.microsecond:06d}{ts.microsecond % 997:03d}"
 
 
-def startup(world: World, steps: int) -> datetime:
+def startup(world: World, steps: int, stuck_node: int | None = None) -> datetime:
+    """Launch, NCCL init, weights, then `steps` seconds of decoding. With `stuck_node`, that
+    node's schedulers start their NCCL communicator and never complete it."""
     topo = world.topology
     c = topo.config
     for node in range(topo.sizes.nnodes):
@@ -75,7 +78,9 @@ def startup(world: World, steps: int) -> datetime:
                 f"pp_size={c.pp_size}, dp_size={c.dp_size}, enable_dp_attention="
                 f"{c.enable_dp_attention}, ep_size={c.ep_size}, moe_a2a_backend="
                 f"'{c.moe_a2a_backend or 'none'}', nnodes={c.nnodes}, node_rank={node}, "
-                f"base_gpu_id={c.base_gpu_id}, gpu_id_step={c.gpu_id_step}, device='cuda', "
+                f"attn_cp_size={c.attn_cp_size}, moe_dp_size={c.moe_dp_size}, "
+                f"base_gpu_id={c.base_gpu_id}, gpu_id_step={c.gpu_id_step}, "
+                f"device='{c.device or 'cuda'}', "
                 f"{SERVER_ARGS_TAIL})")
         world.add(t, node, None, sg(t, "", args))
         world.add(t, node, None, sg(t, "", "INFO server_args.py:1697: Attention backend not "
@@ -97,6 +102,12 @@ def startup(world: World, steps: int) -> datetime:
                 f"{host}:{pid}:{pid} [{g}] NCCL INFO comm {ptr} rank {p.tp_rank} nranks "
                 f"{len(tp_members)} cudaDev {g} nvmlDev {g} busId {g + 1}a000 commId {comm} - "
                 "Init COMPLETE"]
+        if topo.config.is_npu:  # no NCCL on Ascend; HCCL prints nothing per line here
+            nccl = []
+        if p.node_rank == stuck_node:
+            for line in nccl[:3]:
+                world.add(t, p.node_rank, p, line)
+            continue
         for line in nccl:
             world.add(t, p.node_rank, p, line)
         t2 = t + timedelta(seconds=2)
@@ -110,6 +121,8 @@ def startup(world: World, steps: int) -> datetime:
                                                       "41.20 GB, mem usage=37.18 GB"))
         world.add(t4, p.node_rank, p, sg(t4, p.prefix, "KV Cache is allocated. #tokens: 524288"))
     ready = START + timedelta(seconds=60)
+    if stuck_node is not None:
+        return ready
     for node in range(topo.sizes.nnodes):
         world.add(ready, node, None, sg(ready, "", "INFO:     Started server process [31337]"))
         world.add(ready, node, None, sg(ready, "", "The server is fired up and ready to roll!"))
@@ -127,12 +140,24 @@ def startup(world: World, steps: int) -> datetime:
     return t
 
 
-def incident(world: World, t: datetime, kind: str) -> None:
+def pick_culprit(topo: Topology, spec: str | None) -> Process:
+    """`REPLICA:WORLD`, or by default a process in the middle of the first replica."""
+    if spec:
+        replica, world_rank = (int(x) for x in spec.split(":"))
+        return topo.process(replica, world_rank)
+    return topo.processes[min(len(topo.processes) - 1, topo.sizes.world // 2 + 1)]
+
+
+def incident(world: World, t: datetime, kind: str, culprit: Process) -> None:
     topo = world.topology
     if kind == "none":
         return
-    culprit = topo.processes[min(len(topo.processes) - 1, topo.sizes.world // 2 + 1)]
     t = t + timedelta(seconds=5)
+    if kind == "nccl-init":
+        return  # written by startup(): the culprit's node never completes the communicator
+    if kind == "watchdog-cuda":
+        cuda_fault(world, t, culprit)
+        return
     if kind == "exception":
         world.add(t, culprit.node_rank, culprit,
                   sg(t, culprit.prefix, "Scheduler hit an exception: Traceback (most recent "
@@ -144,9 +169,7 @@ def incident(world: World, t: datetime, kind: str) -> None:
                   "forward",
                   "    hidden_states = self.dispatcher.dispatch(hidden_states)",
                   "RuntimeError: CUDA error: an illegal memory access was encountered")
-        world.add(t, culprit.node_rank, None,
-                  sg(t, "", "Received sigquit from a child process. It usually means the child "
-                            "failed."))
+        cascade(world, t, culprit)
         return
     # hang: the culprit goes quiet; its TP peers' watchdogs fire 600 s later
     late = t + timedelta(seconds=600)
@@ -181,6 +204,50 @@ def incident(world: World, t: datetime, kind: str) -> None:
                                        "self.soft=False)"))
 
 
+def cascade(world: World, t: datetime, culprit: Process) -> None:
+    """After the root failure: a peer fails later on the broken communicator, then the main
+    process reports the dead child and kills the tree."""
+    topo = world.topology
+    later = t + timedelta(seconds=2)
+    peers = [p for p in topo.processes if p.key != culprit.key and p.replica == culprit.replica]
+    if peers:
+        peer = peers[0]
+        world.add(later, peer.node_rank, peer,
+                  sg(later, peer.prefix, "Scheduler hit an exception: Traceback (most recent "
+                                         "call last):"),
+                  '  File "/sgl/python/sglang/srt/distributed/parallel_state.py", line 512, in '
+                  "all_reduce",
+                  "torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/"
+                  "c10d/ProcessGroupNCCL.cpp:2027, remote process exited or there was a network "
+                  "error, NCCL version 2.21.5")
+    end = later + timedelta(seconds=1)
+    index = topo.processes.index(culprit) % max(1, topo.sizes.world // topo.sizes.nnodes)
+    world.add(end, culprit.node_rank, None,
+              sg(end, "", f"Subprocess scheduler_{index} (pid={world.pid(culprit)}) crashed with "
+                          "exit code -9. Triggering SIGQUIT for cleanup..."),
+              sg(end, "", "Received sigquit from a child process. It usually means the child "
+                          "failed."),
+              sg(end, "", "kill_process_tree called: parent_pid=31337, include_parent=True, "
+                          "pid=31337"))
+
+
+def cuda_fault(world: World, t: datetime, culprit: Process) -> None:
+    """A CUDA fault surfacing through torch's NCCL watchdog thread (a crash, not a hang)."""
+    stamp = c10(t)
+    what = (f"[PG ID 2 PG GUID 3(tp:device) Rank {culprit.tp_rank}] Process group watchdog "
+            "thread terminated with exception: CUDA error: an illegal memory access was "
+            "encountered")
+    world.add(t, culprit.node_rank, culprit,
+              f"[rank{culprit.world_rank}]:[{stamp} ProcessGroupNCCL.cpp:1595] {what}",
+              "terminate called after throwing an instance of 'c10::DistBackendError'",
+              f"  what():  {what}",
+              "Exception raised from c10_cuda_check_implementation at ../c10/cuda/"
+              "CUDAException.cpp:43 (most recent call first):",
+              "frame #0: c10::Error::Error(c10::SourceLocation, std::string) + 0x96 "
+              "(0x7f3b6d41df86 in /usr/local/lib/python3.10/dist-packages/torch/lib/libc10.so)")
+    cascade(world, t + timedelta(seconds=1), culprit)
+
+
 def damage(lines: list[tuple[str, tuple[int, int] | None]]
            ) -> list[tuple[str, tuple[int, int] | None]]:
     """Hard-wrap the first long torch line at 80 columns, as a terminal copy does; both
@@ -201,7 +268,9 @@ def write(world: World, out: Path, layout: str, crlf_first: bool = True) -> None
     logs.mkdir(parents=True, exist_ok=True)
     streams: dict[str, list[tuple[str, tuple[int, int] | None]]] = {}
     for record in sorted(world.records, key=lambda r: (r.ts, r.order)):
-        if layout == "per-node" or record.proc is None:
+        if layout == "combined":
+            name = "all.log"
+        elif layout == "per-node" or record.proc is None:
             name = f"node{record.node}.log" if layout == "per-node" else f"main-node{record.node}.log"
         elif topo.sizes.replicas > 1:
             name = f"dp{record.proc.replica}-rank{record.proc.world_rank}.log"
@@ -224,26 +293,48 @@ def write(world: World, out: Path, layout: str, crlf_first: bool = True) -> None
 
 
 def generate(config: LaunchConfig, out: Path, layout: str, steps: int, seed: int,
-             kind: str) -> None:
-    world = World(build_topology(config), random.Random(seed))
-    t = startup(world, steps)
-    incident(world, t, kind)
+             kind: str, culprit_spec: str | None = None, drop: str | None = None) -> None:
+    """Write the log set, its truth, and scenario.json (the expected finding and culprit)."""
+    topology = build_topology(config)
+    world = World(topology, random.Random(seed))
+    culprit = pick_culprit(topology, culprit_spec)
+    t = startup(world, steps, culprit.node_rank if kind == "nccl-init" else None)
+    incident(world, t, kind, culprit)
+    dropped = pick_culprit(topology, drop) if drop else None
+    if dropped is not None:
+        world.records = [r for r in world.records if r.proc is None or r.proc.key != dropped.key]
     write(world, out, layout)
+    expected = {"none": None, "exception": "crash", "watchdog-cuda": "crash",
+                "hang": "collective-hang", "nccl-init": "init-hang"}[kind]
+    culprits = ([[p.replica, p.world_rank] for p in topology.processes
+                 if p.node_rank == culprit.node_rank] if kind == "nccl-init"
+                else [list(culprit.key)] if expected else [])
+    scenario = {"finding": expected, "culprits": culprits,
+                "missing": [list(dropped.key)] if dropped is not None else []}
+    (out / "scenario.json").write_text(json.dumps(scenario, indent=1, sort_keys=True) + "\n")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out", type=Path)
     parser.add_argument("--config", required=True)
-    parser.add_argument("--layout", choices=("per-node", "per-rank"), default="per-node")
+    parser.add_argument("--clean", action="store_true", help="remove OUT/logs first")
+    parser.add_argument("--layout", choices=("per-node", "per-rank", "combined"),
+                        default="per-node")
     parser.add_argument("--steps", type=int, default=5)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--incident", choices=("exception", "hang", "none"), default="hang")
+    parser.add_argument("--incident", default="hang",
+                        choices=("exception", "hang", "none", "nccl-init", "watchdog-cuda"))
+    parser.add_argument("--culprit", metavar="REPLICA:WORLD", help="the process that fails")
+    parser.add_argument("--drop", metavar="REPLICA:WORLD", help="leave this process's lines out")
     args = parser.parse_args()
     config = load_config(args.config)
+    if args.clean and (args.out / "logs").exists():
+        shutil.rmtree(args.out / "logs")
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "args.json").write_text(Path(args.config).read_text())
-    generate(config, args.out, args.layout, args.steps, args.seed, args.incident)
+    generate(config, args.out, args.layout, args.steps, args.seed, args.incident, args.culprit,
+             args.drop)
 
 
 if __name__ == "__main__":

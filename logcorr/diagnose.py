@@ -153,8 +153,7 @@ def crash_findings(ctx: Context) -> list[Finding]:
     later = firsts.slice(1)
     detail = _exception_text(rows, root)
     proc_text = _short(ctx.people.get(root["proc"], {}))
-    summary = (f"{proc_text} failed first: {detail}" if detail else
-               f"{proc_text} failed first: {root['text'].strip()[:160]}")
+    summary = f"{proc_text} failed first: {detail}"
     if later.height:
         summary += f"; {later.height} other process(es) failed after it"
     if cascade.height:
@@ -179,9 +178,15 @@ def _record_tail(rows: pl.DataFrame, root: dict[str, Any]) -> pl.DataFrame:
 
 
 def _exception_text(rows: pl.DataFrame, root: dict[str, Any]) -> str:
-    tail = _record_tail(rows, root)
-    text = str(tail["text"][0]).strip() if tail.height else ""
-    return text[:200] if ":" in text and tail["line"][0] != root["line"] else ""
+    """`ExcType: message` closing the root's traceback, else the root line's own message."""
+    record = rows.filter((pl.col("file_id") == root["file_id"])
+                         & (pl.col("record") == root["record"]) & (pl.col("proc") == root["proc"]))
+    closing = record.filter(pl.col("text").str.contains(
+        r"^[A-Za-z_][\w.]*(?:Error|Exception|Interrupt|Exit)\b"))
+    if closing.height:
+        return str(closing.sort("line", "part")["text"][-1]).strip()[:200]
+    text = str(root["text"])
+    return text[text.find("] ") + 2:].strip()[:200] if "] " in text else text.strip()[:200]
 
 
 def _last_ts(frame: pl.DataFrame) -> datetime | None:
@@ -233,8 +238,52 @@ def hang_findings(ctx: Context, crashed: set[int]) -> list[Finding]:
             continue
         members = ctx.topology.group_instance(group, person["world_rank"])
         instances.setdefault((person["replica"], group, members), []).append(row)
-    return [_hang(ctx, ctx.topology, replica, group, members, rows, crashed)
-            for (replica, group, members), rows in sorted(instances.items())]
+    findings = [_hang(ctx, ctx.topology, replica, group, members, rows, crashed)
+                for (replica, group, members), rows in sorted(instances.items())]
+    return findings + _replica_blind_hangs(ctx, ctx.topology)
+
+
+def _replica_blind_hangs(ctx: Context, topology: Topology) -> list[Finding]:
+    """Native-DP replicas repeat torch's `[rankN]`: timeout lines in a file shared by replicas
+    name a world rank but no replica. The silent world ranks are the suspects; a suspect whose
+    own SGLang watchdog fired or who dumped its stack (lines that carry its DP prefix) is the
+    culprit, and its replica is the hung one."""
+    if topology.sizes.replicas == 1:
+        return []
+    blind = ctx.rows.filter(_contains_any(TIMEOUT_STEMS) & pl.col("proc").is_null()
+                            & pl.col("torch_rank").is_between(0, topology.sizes.world - 1))
+    instances: dict[tuple[str, tuple[int, ...]], list[dict[str, Any]]] = {}
+    for row in blind.iter_rows(named=True):
+        world = row["torch_rank"]
+        group = _group_name(row["pg_desc"], row["pg_rank"],
+                            {"tp_rank": world % topology.sizes.tp, "world_rank": world})
+        if group in topology.groups:
+            instances.setdefault((group, topology.group_instance(group, world)), []).append(row)
+    stuck = ctx.rows.filter(pl.col("proc").is_not_null()
+                            & _contains_any(SGLANG_WATCHDOG_STEMS + ("Pyspy dump",)))
+    findings = []
+    for (group, members), rows in sorted(instances.items()):
+        silent = set(members) - {r["torch_rank"] for r in rows}
+        seq = max((r["seq"] for r in rows if r["seq"] is not None), default=None)
+        suspects = stuck.filter(pl.col("proc").is_in(
+            [r * topology.sizes.world + w for r in range(topology.sizes.replicas) for w in silent]))
+        procs = sorted(set(suspects["proc"].to_list()))
+        op = next((r["op"] for r in rows if r["op"]), None)
+        where = (f"world rank(s) {sorted(silent)} never reached it" if silent else
+                 "every member timed out")
+        summary = (f"{group} group {list(members)} hangs in {op or 'a collective'} SeqNum {seq}: "
+                   f"{where}; torch's lines do not say which native-DP replica they come from")
+        summary += (", and the culprit's own watchdog / stack dump (with its DP prefix) names "
+                    "its replica" if procs else ", and no culprit line names a replica")
+        cited = pl.concat([suspects.select("file_id", "line"),
+                           pl.DataFrame([{"file_id": r["file_id"], "line": r["line"]}
+                                         for r in rows],
+                                        schema={"file_id": pl.UInt32, "line": pl.UInt32})])
+        first = min((r["ts_full"] for r in rows if r["ts_full"]), default=None)
+        findings.append(Finding("collective-hang", "error", summary, ctx.who(procs), group=group,
+                                group_members=list(members), seq=seq, op=op,
+                                first_ts=_iso(first), evidence=ctx.cite(cited, 12)))
+    return findings
 
 
 def _hang(ctx: Context, topology: Topology, replica: int, group: str, members: tuple[int, ...],
@@ -247,7 +296,8 @@ def _hang(ctx: Context, topology: Topology, replica: int, group: str, members: t
     behind = {p["proc"] for p in progress if p["timed_out"] and waited is not None and (
         (p["last_enqueued"] is not None and p["last_enqueued"] < waited)
         or (p["seq"] is not None and p["seq"] < waited))}
-    silent = set(procs) - reported
+    unseen = {p for p in procs if p not in ctx.people}  # no line at all: its log is missing
+    silent = set(procs) - reported - unseen
     culprits = behind | silent
     waiting = reported - behind
     first = min((r["ts_full"] for r in rows if r["ts_full"]), default=None)
@@ -261,6 +311,9 @@ def _hang(ctx: Context, topology: Topology, replica: int, group: str, members: t
                    f"{len(waiting)} member(s) timed out waiting")
         if {procs[p] for p in culprits} & crashed:
             summary += " (the culprit crashed: see the crash finding)"
+        if unseen:
+            summary += (f"; world rank(s) {sorted(procs[p] for p in unseen)} left no log, so "
+                        "their part is unknown")
     else:
         summary = (f"{group} group {list(members)} (replica {replica}): every member in the logs "
                    f"timed out waiting on SeqNum {waited}; the missing participant is outside "
@@ -391,6 +444,9 @@ def stalled_findings(ctx: Context, earlier: list[Finding]) -> list[Finding]:
     if ctx.topology is None:
         return []
     explained = {(p["replica"], p["world_rank"]) for f in earlier for p in f.processes + f.waiting}
+    blind = ctx.rows.filter(pl.col("proc").is_null() & pl.col("torch_rank").is_not_null())
+    explained |= {(r, w) for w in blind["torch_rank"].unique().to_list()
+                  for r in range(ctx.topology.sizes.replicas)}
     last = (ctx.rows.filter(pl.col("proc").is_not_null() & pl.col("ts_full").is_not_null())
             .group_by("proc").agg(pl.col("ts_full").max(), pl.col("file_id").last(),
                                   pl.col("line").last()))
