@@ -21,6 +21,9 @@ from logcorr import __version__
 from logcorr.api import Analysis, analyze, select_rows
 from logcorr.output import MACHINE_FORMATS, filter_time, parse_clock_offsets, write_json, \
     write_machine
+from logcorr.fixtures import Comparison, compare, new_fixture, open_fixture, write_expected
+from logcorr.fixtures import run as run_fixture
+from logcorr.render_check import render_comparison
 from logcorr.render_timeline import findings_view, head_tail, header, text_lines, timeline_table
 from logcorr.config import LaunchConfig, load_config
 from logcorr.errors import ConfigError, InputError, LogcorrError
@@ -47,6 +50,8 @@ def build_parser() -> argparse.ArgumentParser:
     commands.required = True
     _add_topology(commands)
     _add_analyze(commands)
+    _add_check(commands)
+    _add_fixture(commands)
     return parser
 
 
@@ -178,6 +183,75 @@ def _text_stream(output: str | None) -> Iterator[TextIO]:
             yield stream
     except OSError as error:
         raise InputError(f"cannot write {output}: {error.strerror}") from None
+
+
+def _add_check(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    command = commands.add_parser(
+        "check", help="re-run fixtures and compare with their accepted results",
+        description="Re-run the analysis of each fixture folder (logs/, args.json, expected/) and "
+        "compare the timeline's attribution and the findings with expected/. Exit 0 when all "
+        "match, 1 when any differs, 2 for a malformed fixture.")
+    command.add_argument("fixtures", nargs="+", metavar="FIXTURE", help="fixture folders")
+    command.add_argument("--update", action="store_true",
+                         help="rewrite expected/ from the current analysis")
+    command.add_argument("--format", choices=("rich", "json"), default="rich")
+    command.set_defaults(handler=_run_check)
+
+
+def _add_fixture(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    command = commands.add_parser("fixture", help="create regression fixtures")
+    actions = command.add_subparsers(dest="action", parser_class=_Parser, metavar="ACTION")
+    actions.required = True
+    new = actions.add_parser("new", help="turn an incident's logs into a fixture",
+                             description="Copy LOGS (and the config) into a new fixture folder "
+                             "and write expected/ from the current analysis.")
+    new.add_argument("logs", metavar="LOGS")
+    new.add_argument("--config", metavar="ARGS", help="launch args (optional with server_args)")
+    new.add_argument("-o", "--output", required=True, metavar="DIR", help="new fixture folder")
+    new.set_defaults(handler=_run_fixture_new)
+
+
+def _run_check(args: argparse.Namespace) -> int:
+    fixtures = [open_fixture(path, need_expected=not args.update) for path in args.fixtures]
+    results = []
+    for fixture in sorted(fixtures, key=lambda f: str(f.path)):
+        sys.stderr.write(f"logcorr: checking {fixture.path} ...\n")
+        analysis = run_fixture(fixture)
+        if args.update:
+            before = compare(fixture, analysis) if (fixture.expected / "report.json").exists() \
+                and (fixture.expected / "timeline.jsonl").exists() else None
+            write_expected(fixture, analysis)
+            sys.stderr.write(f"logcorr: updated {fixture.expected}: "
+                             f"{_update_summary(before)}\n")
+            continue
+        results.append(compare(fixture, analysis))
+    if args.update:
+        return 0
+    if args.format == "json":
+        sys.stdout.write(json.dumps({"fixtures": [r.to_json() for r in results]}, indent=1,
+                                    sort_keys=True) + "\n")
+    else:
+        console = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
+        for result in results:
+            console.print(render_comparison(result))
+    return 0 if all(r.matches for r in results) else 1
+
+
+def _update_summary(before: Comparison | None) -> str:
+    if before is None:
+        return "written for the first time"
+    if before.matches:
+        return "no change"
+    return (f"{len(before.findings_changed)} finding change(s), {before.lines_changed} line(s) "
+            f"changed attribution, {before.lines_added} added, {before.lines_removed} removed")
+
+
+def _run_fixture_new(args: argparse.Namespace) -> int:
+    fixture = new_fixture(args.logs, args.config, args.output)
+    report = json.loads((fixture.expected / "report.json").read_text())
+    sys.stdout.write(f"created fixture {fixture.path}: {len(report['findings'])} finding(s); "
+                     f"check it with `logcorr check {fixture.path}`\n")
+    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
