@@ -7,14 +7,19 @@ server_args line in the logs) -> topology -> resolve (process per line) -> timel
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Sequence
 
 import polars as pl
 
-from logcorr.config import LaunchConfig, config_from_fields, fields_from_server_args_line, \
-    load_config, with_overrides
+from logcorr.config import (
+    LaunchConfig,
+    config_from_fields,
+    fields_from_server_args_line,
+    load_config,
+    with_overrides,
+)
 from logcorr.diagnose import Context, Finding, diagnose, people_table
 from logcorr.formats import parse
 from logcorr.ingest import Source, discover, read_lines

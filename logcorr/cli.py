@@ -10,23 +10,28 @@ import argparse
 import contextlib
 import json
 import sys
-from typing import Callable, Iterator, Sequence, TextIO
+from collections.abc import Callable, Iterator, Sequence
+from typing import TextIO
 
 import polars as pl
-from rich.text import Text
-
 from rich.console import Console
+from rich.text import Text
 
 from logcorr import __version__
 from logcorr.api import Analysis, analyze, select_rows
-from logcorr.output import MACHINE_FORMATS, filter_time, parse_clock_offsets, write_json, \
-    write_machine
-from logcorr.fixtures import Comparison, compare, new_fixture, open_fixture, write_expected
-from logcorr.fixtures import run as run_fixture
-from logcorr.render_check import render_comparison
-from logcorr.render_timeline import findings_view, head_tail, header, text_lines, timeline_table
 from logcorr.config import LaunchConfig, load_config
 from logcorr.errors import ConfigError, InputError, LogcorrError
+from logcorr.fixtures import Comparison, compare, new_fixture, open_fixture, write_expected
+from logcorr.fixtures import run as run_fixture
+from logcorr.output import (
+    MACHINE_FORMATS,
+    filter_time,
+    parse_clock_offsets,
+    write_json,
+    write_machine,
+)
+from logcorr.render_check import render_comparison
+from logcorr.render_timeline import findings_view, head_tail, header, text_lines, timeline_table
 from logcorr.render_topology import render_rank, render_topology
 from logcorr.selector import parse_selector
 from logcorr.topology import build_topology, check_config, topology_to_json

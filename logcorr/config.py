@@ -107,7 +107,7 @@ def config_from_fields(
     8
     """
     kwargs: dict[str, Any] = {}
-    for name, default in _INT_FIELDS.items():
+    for name in _INT_FIELDS:
         if values.get(name) is not None:
             kwargs[name] = _as_int(values[name], name, source)
     for name in _OPTIONAL_INT_FIELDS:

@@ -21,9 +21,10 @@ group instance and look for the odd one out:
 from __future__ import annotations
 
 import statistics
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Iterable
+from typing import Any
 
 import polars as pl
 
@@ -114,7 +115,7 @@ def people_table(timeline: pl.DataFrame, detail: pl.DataFrame) -> dict[int, dict
         for name in ("host", "pid"):
             values = group[name].drop_nulls()
             entry[name] = values.mode().sort()[0] if values.len() else None
-        people[int(proc[0])] = entry  # type: ignore[index]
+        people[int(proc[0])] = entry
     return people
 
 
@@ -373,9 +374,9 @@ def init_findings(ctx: Context) -> list[Finding]:
     best = max(reached.values(), default=-1)
     stuck: dict[int, list[tuple[int, dict[str, Any]]]] = {}
     for proc, (index, row) in open_phase.items():
-        if index < best or (index == best and len(open_phase) < len(reached)):
-            if reached[proc] == index:
-                stuck.setdefault(index, []).append((proc, row))
+        behind = index < best or (index == best and len(open_phase) < len(reached))
+        if behind and reached[proc] == index:
+            stuck.setdefault(index, []).append((proc, row))
     for index, items in sorted(stuck.items()):
         name = PHASES[index][0]
         procs = [p for p, _ in items]

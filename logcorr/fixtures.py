@@ -99,8 +99,7 @@ def write_expected(fixture: Fixture, analysis: Analysis) -> None:
     """Write expected/ with sorted keys and stable order so diffs stay small."""
     fixture.expected.mkdir(parents=True, exist_ok=True)
     with open(fixture.expected / "timeline.jsonl", "w", encoding="utf-8") as stream:
-        for record in timeline_records(analysis):
-            stream.write(json.dumps(record, sort_keys=True, ensure_ascii=False) + "\n")
+        stream.writelines(json.dumps(record, sort_keys=True, ensure_ascii=False) + "\n" for record in timeline_records(analysis))
     text = json.dumps(report_document(analysis), indent=1, sort_keys=True, default=str)
     (fixture.expected / "report.json").write_text(text + "\n", encoding="utf-8")
 

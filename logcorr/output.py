@@ -6,9 +6,10 @@ import json
 import os
 import sys
 import tempfile
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
-from typing import IO, Callable
+from typing import IO
 
 import polars as pl
 

@@ -16,11 +16,11 @@ def render_comparison(result: Comparison) -> RenderableType:
     if result.matches:
         return Text(f"ok       {result.fixture}", style="green")
     parts: list[RenderableType] = [Text(f"DIFFERS  {result.fixture}", style="bold red")]
-    for change in result.findings_changed:
+    for finding in result.findings_changed:
         culprits = ", ".join(f"replica {c['replica']} world {c['world_rank']}"
-                             for c in change["culprits"]) or "no process"
-        parts.append(Text(f"  finding {change['change']}: {change['kind']} ({change['severity']})"
-                          f" group={change['group']} culprits: {culprits}"))
+                             for c in finding["culprits"]) or "no process"
+        parts.append(Text(f"  finding {finding['change']}: {finding['kind']} "
+                          f"({finding['severity']}) group={finding['group']} culprits: {culprits}"))
     if result.lines_changed:
         parts.append(Text(f"  {result.lines_changed} line(s) changed attribution; first ones:"))
         table = Table(box=None, pad_edge=False, header_style="bold")
@@ -29,7 +29,7 @@ def render_comparison(result: Comparison) -> RenderableType:
         for example in result.line_examples:
             table.add_row(Text(inert(f"    {example['file']}:{example['line']}")),
                           Text(_coords(example["old"])), Text(_coords(example["new"])),
-                          Text(inert(example["text"])))
+                          Text(inert(str(example["text"]))))
         parts.append(table)
     if result.lines_added or result.lines_removed:
         parts.append(Text(f"  lines added: {result.lines_added}, removed: {result.lines_removed}"))

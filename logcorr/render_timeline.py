@@ -7,7 +7,8 @@ escapes in the terminal views. Machine formats keep the text byte for byte.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Iterator
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 import polars as pl
 import regex
@@ -37,8 +38,12 @@ def inert(text: str) -> str:
     >>> inert("a\\x1b[31mred\\x07")
     'a\\\\x1b[31mred\\\\x07'
     """
-    return _UNSAFE.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100
-                       else f"\\u{ord(m.group()):04x}", text)
+    return str(_UNSAFE.sub(_escape, text))
+
+
+def _escape(match: regex.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
 def tag_expr(topology: Topology | None = None) -> pl.Expr:

@@ -20,8 +20,8 @@ Worked example (the seed note's table): TP16 with attention DP8, one replica.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Iterable, Iterator
 
 from logcorr.config import LaunchConfig
 from logcorr.errors import ConfigError
