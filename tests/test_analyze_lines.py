@@ -1,0 +1,214 @@
+"""`analyze` on small hand-made log sets built from real line shapes (log-formats.md)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from logcorr.api import analyze, select_rows
+from logcorr.cli import main
+from logcorr.selector import parse_selector
+
+TP16_DPATTN = {"tp_size": 16, "dp_size": 8, "enable_dp_attention": True, "nnodes": 2,
+               "moe_a2a_backend": "deepep"}
+
+
+def write(folder: Path, name: str, lines: list[str], ending: str = "\n") -> Path:
+    path = folder / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes("".join(line + ending for line in lines).encode())
+    return path
+
+
+def config(folder: Path, fields: dict[str, object]) -> Path:
+    path = folder / "args.json"
+    path.write_text(json.dumps(fields))
+    return path
+
+
+def row(frame: pl.DataFrame, file: str, line: int, part: int = 0) -> dict[str, object]:
+    found = frame.filter((pl.col("file") == file) & (pl.col("line") == line)
+                         & (pl.col("part") == part))
+    assert found.height == 1, (file, line, part)
+    return found.row(0, named=True)
+
+
+class TestPrefix:
+    """SGLang prefixes in any version's order identify the process."""
+
+    def test_prefix_orders_and_missing_bracket(self, tmp_path: Path) -> None:
+        logs = tmp_path / "logs"
+        write(logs, "node1.log", [
+            "[2026-11-29 10:00:00 DP5 TP10 EP10] Load weight begin. avail mem=78.38 GB",
+            "[2026-11-29 10:00:01 TP11 EP11 DP5] Load weight begin. avail mem=78.38 GB",
+            "2026-11-29 10:00:02 DP6 TP12 EP12] Scheduler hit an exception: Traceback (most "
+            "recent call last):",
+            '  File "/sgl/scheduler.py", line 2912, in run_scheduler_process',
+            "RuntimeError: boom",
+        ])
+        timeline = analyze([logs], config=config(tmp_path, TP16_DPATTN)).timeline
+        first = row(timeline, "node1.log", 1)
+        assert (first["world_rank"], first["attn_dp_rank"], first["attn_tp_rank"],
+                first["node_rank"], first["gpu_id"]) == (10, 5, 0, 1, 2)
+        assert first["evidence"] == "prefix" and first["role"] == "scheduler"
+        assert row(timeline, "node1.log", 2)["world_rank"] == 11
+        assert row(timeline, "node1.log", 3)["world_rank"] == 12
+        tail = row(timeline, "node1.log", 5)
+        assert (tail["world_rank"], tail["evidence"]) == (12, "continuation")
+
+    def test_prefix_outside_topology_is_a_contradiction(self, tmp_path: Path) -> None:
+        logs = tmp_path / "logs"
+        write(logs, "a.log", ["[2026-11-29 10:00:00 TP20] Load weight begin.",
+                              "[2026-11-29 10:00:00 TP3] Load weight begin."])
+        analysis = analyze([logs], config=config(tmp_path, {"tp_size": 16}))
+        assert row(analysis.timeline, "a.log", 1)["world_rank"] is None
+        assert row(analysis.timeline, "a.log", 2)["world_rank"] == 3
+        assert any(c["kind"] == "prefix-outside-topology" for c in analysis.contradictions)
+        assert any(f.kind == "inconsistent" for f in analysis.findings)
+
+    def test_without_topology_lines_say_what_they_print(self, tmp_path: Path) -> None:
+        logs = tmp_path / "logs"
+        write(logs, "a.log", ["[2026-11-29 10:00:00 DP1 TP3 EP3] Decode batch, #running-req: 3",
+                              "[2026-11-29 10:00:01] The server is fired up and ready to roll!"])
+        analysis = analyze([logs])
+        assert analysis.topology is None
+        first = row(analysis.timeline, "a.log", 1)
+        assert (first["dp_rank"], first["tp_rank"], first["moe_ep_rank"]) == (1, 3, 3)
+        assert first["world_rank"] is None and first["gpu_id"] is None
+        assert row(analysis.timeline, "a.log", 2)["role"] == "main"
+
+
+class TestGluedAndWrapped:
+    """Damaged lines: glued records become parts; every byte stays."""
+
+    def test_glued_extension_modules(self, tmp_path: Path) -> None:
+        logs = tmp_path / "logs"
+        glued = ("Extension modules: numpy.core._multiarray_umath, sentencepiece._sentencepiece"
+                 "[2026-11-29 10:00:05 DP5 TP11 EP11] TpModelWorkerClient hit an exception: "
+                 "Traceback (most recent call last):")
+        write(logs, "node1.log", ["[2026-11-29 10:00:04 DP5 TP10 EP10] Fatal Python error: "
+                                  "Aborted", glued], ending="\r\n")
+        timeline = analyze([logs], config=config(tmp_path, TP16_DPATTN)).timeline
+        parts = timeline.filter(pl.col("line") == 2).sort("part")
+        assert "".join(parts["text"].to_list()) == glued
+        assert parts.height == 2
+        assert parts["world_rank"].to_list()[1] == 11
+        assert parts["evidence"].to_list()[1] == "prefix"
+
+
+class TestNcclAndTorch:
+    """NCCL and torch lines: host + device, PIDs learned from py-spy, torch ranks."""
+
+    def test_nccl_pid_and_pyspy(self, tmp_path: Path) -> None:
+        logs = tmp_path / "logs"
+        write(logs, "node0.log", [
+            "[2026-11-29 10:00:00] server_args=ServerArgs(model_path='/m', tp_size=8, "
+            "nnodes=1, node_rank=0, device='cuda')",
+            "host-a:4242:4242 [3] NCCL INFO comm 0x55d rank 3 nranks 8 cudaDev 3 nvmlDev 3 "
+            "busId 4a000 commId 0x9ad9b5e4ab2566da - Init COMPLETE",
+            "host-a:4242:4399 [0] NCCL INFO [Proxy Service] Device 3 CPU core 105",
+            "[2026-11-29 10:05:00 TP5] Pyspy dump for PID 5151:",
+            "Process 5151: sglang::scheduler_TP5",
+            "host-a:5151:5160 [0] NCCL INFO [Service thread] Connection closed by localRank 0",
+        ])
+        timeline = analyze([logs]).timeline
+        assert row(timeline, "node0.log", 2)["world_rank"] == 3
+        assert row(timeline, "node0.log", 2)["evidence"] == "nccl-device"
+        proxy = row(timeline, "node0.log", 3)
+        assert (proxy["world_rank"], proxy["evidence"], proxy["device_id"]) == (3, "pid", 0)
+        service = row(timeline, "node0.log", 6)
+        assert (service["world_rank"], service["evidence"]) == (5, "pid")
+
+    def test_torch_rank_and_year_rollover(self, tmp_path: Path) -> None:
+        logs = tmp_path / "logs"
+        write(logs, "rank2.log", [
+            "[2026-12-31 23:59:58 TP2] Decode batch, #running-req: 3",
+            "[rank2]:[E101 00:09:58.928019586 ProcessGroupNCCL.cpp:607] [PG ID 2 PG GUID "
+            "3(tp:device) Rank 2] Watchdog caught collective operation timeout: WorkNCCL("
+            "SeqNum=9141, OpType=ALLREDUCE, NumelIn=19008, NumelOut=19008, Timeout(ms)=600000) "
+            "ran for 600071 milliseconds before timing out.",
+        ])
+        timeline = analyze([logs], config=config(tmp_path, {"tp_size": 4})).timeline
+        torch = row(timeline, "rank2.log", 2)
+        assert torch["world_rank"] == 2 and torch["source"] == "torch"
+        assert str(torch["ts"]).startswith("2027-01-01T00:09:58.928")
+
+
+class TestWrappers:
+    """Collector and orchestrator wrappers are peeled; their fields are used."""
+
+    def test_cri_and_ray(self, tmp_path: Path) -> None:
+        logs = tmp_path / "logs"
+        write(logs, "pod.log", [
+            "2025-07-25T07:53:08.21748708+08:00 stdout F [2025-07-25 07:53:08 TP2] Scheduler "
+            "hit an exception: Traceback (most recent call last):",
+            "(RayWorkerWrapper pid=270291, ip=10.175.94.190) [rank3]:[E219 08:58:32.606667496 "
+            "ProcessGroupNCCL.cpp:1785] [PG ID 2 PG GUID 3(tp:device) Rank 3] Watchdog caught "
+            "collective operation timeout: WorkNCCL(SeqNum=1, OpType=ALLREDUCE, NumelIn=1572864,"
+            " NumelOut=1572864, Timeout(ms)=600000)",
+        ])
+        timeline = analyze([logs], config=config(tmp_path, {"tp_size": 4})).timeline
+        assert row(timeline, "pod.log", 1)["world_rank"] == 2
+        ray = row(timeline, "pod.log", 2)
+        assert (ray["world_rank"], ray["pid"]) == (3, 270291)
+
+
+class TestOptions:
+    """--select, --since/--until and --clock-offset."""
+
+    @pytest.fixture()
+    def logs(self, tmp_path: Path) -> tuple[Path, Path]:
+        logs = tmp_path / "logs"
+        write(logs, "a.log", [f"[2026-11-29 10:00:0{t} DP{t // 2} TP{t} EP{t}] step"
+                              for t in range(8)])
+        return logs, config(tmp_path, {"tp_size": 8, "dp_size": 4, "enable_dp_attention": True,
+                                       "ep_size": 8})
+
+    def test_select(self, logs: tuple[Path, Path]) -> None:
+        analysis = analyze([logs[0]], config=logs[1])
+        assert select_rows(analysis, parse_selector("attn_dp=2"))["tp_rank"].to_list() == [4, 5]
+        assert select_rows(analysis, parse_selector("DP3 TP7"))["tp_rank"].to_list() == [7]
+        group = select_rows(analysis, parse_selector("group=attention_tp:2"))
+        assert group["world_rank"].to_list() == [2, 3]
+
+    def test_cli_select_since_until(self, logs: tuple[Path, Path],
+                                    capsys: pytest.CaptureFixture[str]) -> None:
+        code = main(["analyze", str(logs[0]), "--config", str(logs[1]), "--format", "jsonl",
+                     "--since", "2026-11-29T10:00:02", "--until", "2026-11-29 10:00:05",
+                     "--select", "moe_ep=3"])
+        out = capsys.readouterr().out
+        assert code == 0
+        assert [json.loads(line)["tp_rank"] for line in out.splitlines()] == [3]
+
+    def test_clock_offset_reorders(self, tmp_path: Path) -> None:
+        logs = tmp_path / "logs"
+        write(logs, "a.log", ["gpu-a:11:11 [0] NCCL INFO NCCL version 2.21.5+cuda12.4",
+                              "[2026-11-29 10:00:10] on a"])
+        write(logs, "b.log", ["gpu-b:12:12 [0] NCCL INFO NCCL version 2.21.5+cuda12.4",
+                              "[2026-11-29 10:00:05] on b"])
+        plain = analyze([logs]).timeline.filter(pl.col("source") == "sglang")["file"].to_list()
+        shifted = analyze([logs], clock_offsets={"gpu-b": 10.0}).timeline.filter(
+            pl.col("source") == "sglang")["file"].to_list()
+        assert plain == ["b.log", "a.log"] and shifted == ["a.log", "b.log"]
+
+
+class TestOutputs:
+    """Machine formats carry the contract's columns."""
+
+    def test_formats(self, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        logs = tmp_path / "logs"
+        write(logs, "a.log", ["[2026-11-29 10:00:00 TP1] hello [bold]x[/bold]"])
+        cfg = config(tmp_path, {"tp_size": 2})
+        for fmt in ("jsonl", "csv", "parquet"):
+            out = tmp_path / f"out.{fmt}"
+            assert main(["analyze", str(logs), "--config", str(cfg), "--format", fmt,
+                         "-o", str(out)]) == 0
+            frame = {"jsonl": pl.read_ndjson, "csv": pl.read_csv,
+                     "parquet": pl.read_parquet}[fmt](out)
+            assert frame.columns[:4] == ["file", "line", "part", "order"]
+            assert frame["text"][0] == "[2026-11-29 10:00:00 TP1] hello [bold]x[/bold]"
+        assert main(["analyze", str(logs), "--config", str(cfg), "--format", "rich"]) == 0
+        assert "hello [bold]x[/bold]" in capsys.readouterr().out
