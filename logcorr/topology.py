@@ -169,12 +169,10 @@ class Topology:
 
 
 def _matches(process: Process, criteria: dict[str, int]) -> bool:
-    prefix = process.prefix_values()
+    """Criteria by attribute name or prefix token; a token means the rank it prints (`TP3` is
+    tp_rank 3), so a line from a version that prints more or fewer tokens still matches."""
     for name, value in criteria.items():
-        if name in PREFIX_TOKENS:
-            if prefix.get(name) != value:
-                return False
-        elif getattr(process, name) != value:
+        if getattr(process, PREFIX_TOKENS.get(name, name)) != value:
             return False
     return True
 

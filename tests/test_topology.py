@@ -289,3 +289,17 @@ class TestProperties:
         prefixes = [p.prefix for p in t.processes]
         if len(prefixes) > 1:
             assert len(set(prefixes)) == len(prefixes)
+
+
+class TestSelect:
+    """Selecting processes by prefix tokens or attributes."""
+
+    def test_tokens_mean_ranks_even_when_not_printed(self) -> None:
+        """A 0.4.x log prints `TP0` for a TP1 scheduler; 0.5.x rules print nothing."""
+        t = topo(tp_size=1, dp_size=2)
+        assert [p.key for p in t.select({"DP": 1, "TP": 0})] == [(1, 0)]
+
+    def test_ambiguous_without_replica(self) -> None:
+        t = topo(tp_size=2, dp_size=2)
+        assert len(t.select({"TP": 1})) == 2
+        assert t.select({"DP": 0, "TP": 5}) == []
