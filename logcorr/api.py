@@ -88,6 +88,7 @@ def analyze(
     file_nodes, node_notes = _file_nodes(parsed, sources)
     resolution = resolve(parsed, topology, file_nodes=file_nodes)
     resolution.contradictions.extend(node_notes)
+    resolution.contradictions.extend(_node_mismatches(resolution, file_nodes))
     detail = order_lines(complete_timestamps(resolution.lines), clock_offsets)
     timeline = _contract(detail, resolution, sources, file_nodes)
     contradictions = [_name_file(c, sources) for c in resolution.contradictions]
@@ -137,6 +138,29 @@ def _file_nodes(parsed: pl.DataFrame, sources: list[Source]
     return {f: next(iter(n)) for f, n in nodes.items() if len(n) == 1}, notes
 
 
+def _node_mismatches(resolution: Resolution, file_nodes: dict[int, int]
+                     ) -> list[dict[str, object]]:
+    """Files whose server_args node_rank disagrees with the node of the processes in them."""
+    if not file_nodes:
+        return []
+    nodes = resolution.processes.select("proc", "node_rank")
+    rows = (resolution.lines.filter(pl.col("file_id").is_in(list(file_nodes))
+                                    & pl.col("proc").is_not_null())
+            .join(nodes, on="proc").select("file_id", "line", "node_rank"))
+    notes: list[dict[str, object]] = []
+    for (file_id,), group in rows.group_by("file_id", maintain_order=True):
+        declared = file_nodes[int(file_id)]
+        other = group.filter(pl.col("node_rank") != declared)
+        if other.height:
+            notes.append({"kind": "node-rank-mismatch", "count": other.height,
+                          "file_id": int(file_id), "line": int(other["line"][0]),
+                          "detail": f"the server_args line says node_rank {declared} but "
+                          f"{other.height} line(s) come from processes the topology puts on "
+                          f"node(s) {sorted(set(other['node_rank'].to_list()))}; their node and "
+                          "GPU are left empty"})
+    return notes
+
+
 def _contract(detail: pl.DataFrame, resolution: Resolution, sources: list[Source],
               file_nodes: dict[int, int]) -> pl.DataFrame:
     """The output columns of the contract, in its order and types."""
@@ -149,11 +173,16 @@ def _contract(detail: pl.DataFrame, resolution: Resolution, sources: list[Source
     node_of_file = pl.DataFrame({"file_id": list(file_nodes), "file_node": list(file_nodes.values())},
                                 schema={"file_id": pl.UInt32, "file_node": pl.Int32})
     frame = frame.join(node_of_file, on="file_id", how="left", maintain_order="left")
+    # a line of a process the topology puts on another node than its file's server_args line
+    # says: the node (and so the GPU) is contradicted, the process is not
+    wrong_node = (pl.col("node_rank") != pl.col("file_node")).fill_null(False)
     frame = frame.with_columns(
         iso_text(pl.col("ts_full")).alias("ts"),
         pl.when(pl.col("proc").is_not_null()).then(pl.lit("scheduler"))
         .otherwise(pl.col("role")).alias("role"),
-        pl.coalesce("node_rank", "file_node").alias("node_rank"),
+        pl.when(wrong_node).then(None)
+        .otherwise(pl.coalesce("node_rank", "file_node")).alias("node_rank"),
+        pl.when(wrong_node).then(None).otherwise(pl.col("gpu_id")).alias("gpu_id"),
         pl.col("eff_host").alias("host"),
     )
     return frame.select(pl.col(name).cast(dtype) for name, dtype in TIMELINE_SCHEMA.items())

@@ -212,3 +212,17 @@ class TestOutputs:
             assert frame["text"][0] == "[2026-11-29 10:00:00 TP1] hello [bold]x[/bold]"
         assert main(["analyze", str(logs), "--config", str(cfg), "--format", "rich"]) == 0
         assert "hello [bold]x[/bold]" in capsys.readouterr().out
+
+
+def test_node_rank_contradiction(tmp_path: Path) -> None:
+    """node1's log says node_rank=0: the process is kept, its node and GPU are not."""
+    logs = tmp_path / "logs"
+    write(logs, "node1.log", [
+        "[2026-11-29 10:00:00] server_args=ServerArgs(model_path='/m', tp_size=16, nnodes=2, "
+        "node_rank=0, device='cuda')",
+        "[2026-11-29 10:00:03 TP10] Load weight begin. avail mem=78.38 GB",
+    ])
+    analysis = analyze([logs], config=config(tmp_path, {"tp_size": 16, "nnodes": 2}))
+    line = row(analysis.timeline, "node1.log", 2)
+    assert (line["world_rank"], line["node_rank"], line["gpu_id"]) == (10, None, None)
+    assert any(c["kind"] == "node-rank-mismatch" for c in analysis.contradictions)
