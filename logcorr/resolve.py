@@ -135,8 +135,10 @@ def resolve(parsed: pl.DataFrame, topology: Topology | None,
     host_nodes = _host_nodes(frame, topology, processes, file_nodes or {}, contradictions)
     frame = _by_device(frame, topology, processes, host_nodes)
     frame = _by_pid(frame, topology, processes, contradictions)
+    frame = _by_communicator(frame, topology)
     frame = _by_torch_rank(frame, topology, contradictions)
     frame = _combine_direct(frame, contradictions)
+    frame = _roles(frame)
     frame = _by_continuation(frame)
     frame = _by_file(frame)
     frame = _explain_unattributed(frame)
@@ -268,6 +270,83 @@ def _by_pid(frame: pl.DataFrame, topology: Topology | None, processes: pl.DataFr
     return frame.drop("host_key")
 
 
+def _by_communicator(frame: pl.DataFrame, topology: Topology | None) -> pl.DataFrame:
+    """`comm_proc`: NCCL communicator lines (`rank r nranks n … commId X`) of processes not yet
+    known. The members already known pin which group instance the communicator is; its rank r
+    is then member r of that instance. One group instance must fit, or nothing is concluded."""
+    none = pl.lit(None, _PROC).alias("comm_proc")
+    if topology is None:
+        return frame.with_columns(none)
+    known = pl.coalesce("prefix_proc", "title_proc", "device_proc", "pid_proc")
+    comms = (frame.filter(pl.col("comm_id").is_not_null() & pl.col("comm_rank").is_not_null()
+                          & pl.col("pid").is_not_null())
+             .select("comm_id", "comm_rank", "comm_nranks", pl.col("eff_host").fill_null("")
+                     .alias("host_key"), "pid", known.alias("known")).unique())
+    links: list[tuple[str, int, int]] = []
+    for (comm_id,), members in comms.group_by("comm_id"):
+        links.extend(_communicator_links(topology, members))
+    if not links:
+        return frame.with_columns(none)
+    table = pl.DataFrame(links, schema={"host_key": pl.String, "pid": pl.Int64,
+                                        "comm_proc": _PROC}, orient="row").unique()
+    table = table.filter(pl.len().over("host_key", "pid") == 1)
+    frame = frame.with_columns(pl.col("eff_host").fill_null("").alias("host_key"))
+    frame = frame.join(table, on=["host_key", "pid"], how="left", maintain_order="left")
+    return frame.with_columns(pl.when(known.is_null()).then(pl.col("comm_proc"))
+                              .alias("comm_proc")).drop("host_key")
+
+
+def _communicator_links(topology: Topology, members: pl.DataFrame) -> list[tuple[str, int, int]]:
+    """(host, pid, proc) for the unknown members of one communicator, when exactly one group
+    instance (in one replica) agrees with every known member's position."""
+    nranks = members["comm_nranks"].drop_nulls()
+    if nranks.len() == 0:
+        return []
+    width = int(nranks[0])
+    anchors = {int(r): int(p) for r, p in members.select("comm_rank", "known").drop_nulls()
+               .unique().iter_rows()}
+    lists = {m for g in topology.groups.values() if g.alias_of is None
+             for m in g.members if len(m) == width}
+    fits = {(replica, m) for m in lists for replica in range(topology.sizes.replicas)
+            if all(r < width and replica * topology.sizes.world + m[r] == p
+                   for r, p in anchors.items())}
+    if len(fits) != 1:
+        return []
+    replica, instance = next(iter(fits))
+    return [(host, int(pid), replica * topology.sizes.world + instance[int(rank)])
+            for rank, host, pid, proc in members.select("comm_rank", "host_key", "pid", "known")
+            .iter_rows() if proc is None and 0 <= rank < width]
+
+
+_ROLE_STEMS = (("DataParallelController hit an exception", "dp_controller"),
+               ("DetokenizerManager hit an exception", "detokenizer"),
+               ("TokenizerManager hit an exception", "main"))
+
+
+def _roles(frame: pl.DataFrame) -> pl.DataFrame:
+    """Non-scheduler processes known by their messages or by a py-spy process title."""
+    role = pl.col("role")
+    for stem, name in _ROLE_STEMS:
+        role = pl.when(role.is_null() & pl.col("text").str.contains(stem, literal=True)
+                       ).then(pl.lit(name)).otherwise(role)
+    for title, name in _ROLE_TITLES.items():
+        role = pl.when(role.is_null() & pl.col("proctitle").str.starts_with(title)
+                       ).then(pl.lit(name)).otherwise(role)
+    frame = frame.with_columns(role.alias("role"))
+    titled = (frame.filter(pl.col("link_pid").is_not_null() & pl.col("proc").is_null()
+                           & pl.col("role").is_not_null() & pl.col("proctitle").is_not_null())
+              .select(pl.col("eff_host").fill_null("").alias("host_key"),
+                      pl.col("link_pid").alias("pid"), pl.col("role").alias("pid_role"))
+              .unique().filter(pl.len().over("host_key", "pid") == 1))
+    if titled.height == 0:
+        return frame
+    frame = frame.with_columns(pl.col("eff_host").fill_null("").alias("host_key")).join(
+        titled, on=["host_key", "pid"], how="left", maintain_order="left")
+    return frame.with_columns(pl.when(pl.col("proc").is_null()).then(
+        pl.coalesce("role", "pid_role")).otherwise(pl.col("role")).alias("role")
+    ).drop("host_key", "pid_role")
+
+
 def _by_torch_rank(frame: pl.DataFrame, topology: Topology | None,
                    contradictions: list[dict[str, object]]) -> pl.DataFrame:
     """`torch_proc` from `[rankN]:` (or a PG-local rank in a one-instance group) when the
@@ -304,7 +383,8 @@ def _group_rank_expr(topology: Topology) -> pl.Expr:
 
 
 _DIRECT = (("prefix", "prefix_proc"), ("nccl-device", "device_proc"), ("pid", "title_proc"),
-           ("pid", "pid_proc"), ("torch-rank", "torch_proc"), ("group-rank", "group_proc"))
+           ("pid", "pid_proc"), ("torch-rank", "torch_proc"), ("group-rank", "group_proc"),
+           ("group-rank", "comm_proc"))
 
 
 def _combine_direct(frame: pl.DataFrame, contradictions: list[dict[str, object]]) -> pl.DataFrame:
@@ -330,18 +410,35 @@ def _combine_direct(frame: pl.DataFrame, contradictions: list[dict[str, object]]
     return frame
 
 
+_EXCEPTION_HEADER = r"hit an exception|Traceback \(most recent call last\)|Fatal Python error"
+
+
 def _by_continuation(frame: pl.DataFrame) -> pl.DataFrame:
-    """Rows that continue a record (no header of their own) inherit its header's process."""
-    record = pl.col("starts_record").fill_null(False).cast(pl.UInt32).cum_sum().over("file_id")
+    """Rows that continue a record (no header of their own) inherit its header's process and
+    role - unless several processes of the file opened an exception record in the same second:
+    their tracebacks may interleave, so which line is whose is not known."""
+    starts = pl.col("starts_record").fill_null(False)
+    record = starts.cast(pl.UInt32).cum_sum().over("file_id")
     frame = frame.with_columns(record.alias("record"))
+    exception_header = starts & pl.col("text").str.contains(_EXCEPTION_HEADER)
+    second = pl.col("ts").dt.truncate("1s")
+    crowded = (pl.col("proc").filter(exception_header).n_unique().over("file_id", second) > 1)
+    frame = frame.with_columns(
+        (exception_header & crowded & pl.col("ts").is_not_null()).fill_null(False)
+        .alias("_crowded"))
     header_proc = pl.col("proc").first().over("file_id", "record")
-    inherit = (pl.col("proc").is_null() & ~pl.col("starts_record").fill_null(False)
-               & (pl.col("record") > 0) & ~pl.col("conflict"))
+    header_role = pl.col("role").first().over("file_id", "record")
+    header_crowded = pl.col("_crowded").first().over("file_id", "record")
+    inherit = (pl.col("proc").is_null() & ~starts & (pl.col("record") > 0) & ~pl.col("conflict")
+               & ~header_crowded)
     return frame.with_columns(
         pl.when(inherit).then(header_proc).otherwise(pl.col("proc")).alias("proc"),
         pl.when(inherit & header_proc.is_not_null()).then(pl.lit("continuation"))
         .otherwise(pl.col("evidence")).alias("evidence"),
-    )
+        pl.when(inherit & pl.col("role").is_null()).then(header_role).otherwise(pl.col("role"))
+        .alias("role"),
+        (~starts & header_crowded & pl.col("proc").is_null()).alias("interleaved"),
+    ).drop("_crowded")
 
 
 def _by_file(frame: pl.DataFrame) -> pl.DataFrame:
@@ -373,6 +470,7 @@ def _explain_unattributed(frame: pl.DataFrame) -> pl.DataFrame:
     has_tokens = pl.any_horizontal(pl.col(c).is_not_null() for c in PREFIX_COLUMNS)
     why = (pl.when(pl.col("proc").is_not_null()).then(None)
            .when(pl.col("conflict")).then(pl.lit("evidence disagrees"))
+           .when(pl.col("interleaved")).then(pl.lit("interleaved records"))
            .when(has_tokens).then(pl.lit("prefix outside topology"))
            .when(pl.col("role").is_not_null()).then(pl.lit("not a scheduler"))
            .when(pl.col("torch_rank").is_not_null()).then(pl.lit("torch rank ambiguous"))

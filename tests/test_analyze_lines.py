@@ -226,3 +226,75 @@ def test_node_rank_contradiction(tmp_path: Path) -> None:
     line = row(analysis.timeline, "node1.log", 2)
     assert (line["world_rank"], line["node_rank"], line["gpu_id"]) == (10, None, None)
     assert any(c["kind"] == "node-rank-mismatch" for c in analysis.contradictions)
+
+
+class TestCommunicators:
+    """NCCL communicator lines place processes whose host is not mapped to a node."""
+
+    def test_comm_rank_through_known_members(self, tmp_path: Path) -> None:
+        logs = tmp_path / "logs"
+        write(logs, "node0.log", [
+            "[2026-11-29 10:00:00] server_args=ServerArgs(model_path='/m', tp_size=4, nnodes=2,"
+            " node_rank=0, device='cuda')",
+            "[2026-11-29 10:00:01 TP0] Init torch distributed begin.",
+            *(f"h0:10{r}:10{r} [{r}] NCCL INFO comm 0x55{r} rank {r} nranks 4 cudaDev {r} "
+              f"nvmlDev {r} busId {r}a000 commId 0xabc - Init COMPLETE" for r in (0, 1)),
+        ])
+        for r in (2, 3):
+            write(logs, f"nccl.h1.20{r}.txt", [
+                f"h1:20{r}:20{r} [{r - 2}] NCCL INFO comm 0x66{r} rank {r} nranks 4 cudaDev "
+                f"{r - 2} nvmlDev {r - 2} busId {r}a000 commId 0xabc - Init COMPLETE",
+                f"h1:20{r}:29{r} [0] NCCL INFO [Proxy Service] Device {r - 2} CPU core 105",
+            ])
+        timeline = analyze([logs], config=config(tmp_path, {"tp_size": 4, "nnodes": 2})).timeline
+        for r in (2, 3):
+            comm = row(timeline, f"nccl.h1.20{r}.txt", 1)
+            assert (comm["world_rank"], comm["node_rank"], comm["evidence"]) == (
+                r, 1, "group-rank")
+            assert row(timeline, f"nccl.h1.20{r}.txt", 2)["world_rank"] == r
+
+    def test_ambiguous_communicator_concludes_nothing(self, tmp_path: Path) -> None:
+        """attention_tp has four 2-wide instances: with no known member, rank 1 is unplaced."""
+        logs = tmp_path / "logs"
+        write(logs, "nccl.txt", ["h1:300:300 [1] NCCL INFO comm 0x1 rank 1 nranks 2 cudaDev 1 "
+                                 "nvmlDev 1 busId 1a000 commId 0xdef - Init COMPLETE"])
+        cfg = config(tmp_path, {"tp_size": 8, "dp_size": 4, "enable_dp_attention": True,
+                                "nnodes": 2})
+        assert row(analyze([logs], config=cfg).timeline, "nccl.txt", 1)["world_rank"] is None
+
+
+class TestRolesAndRecords:
+    """Non-scheduler roles, and records whose lines may interleave."""
+
+    def test_roles(self, tmp_path: Path) -> None:
+        logs = tmp_path / "logs"
+        write(logs, "main.log", [
+            "[2026-11-29 10:00:00] DetokenizerManager hit an exception: Traceback (most recent "
+            "call last):",
+            '  File "/sgl/detokenizer_manager.py", line 262, in run_detokenizer_process',
+            "Process 10366: sglang::data_parallel_controller",
+            "W0922 18:51:16.217000 10366 torch/distributed/run.py:774] *****",
+        ])
+        timeline = analyze([logs], config=config(tmp_path, {"tp_size": 2})).timeline
+        assert row(timeline, "main.log", 1)["role"] == "detokenizer"
+        assert row(timeline, "main.log", 2)["role"] == "detokenizer"
+        assert row(timeline, "main.log", 4)["role"] == "dp_controller"
+        assert row(timeline, "main.log", 4)["world_rank"] is None
+
+    def test_simultaneous_tracebacks_are_not_guessed(self, tmp_path: Path) -> None:
+        logs = tmp_path / "logs"
+        write(logs, "node0.log", [
+            "[2026-11-29 10:00:05 TP1] Scheduler hit an exception: Traceback (most recent call "
+            "last):",
+            "[2026-11-29 10:00:05 TP2] Scheduler hit an exception: Traceback (most recent call "
+            "last):",
+            '  File "/sgl/scheduler.py", line 2912, in run_scheduler_process',
+            '  File "/sgl/scheduler.py", line 2912, in run_scheduler_process',
+            "[2026-11-29 10:00:09 TP3] Scheduler hit an exception: Traceback (most recent call "
+            "last):",
+            "RuntimeError: alone",
+        ])
+        analysis = analyze([logs], config=config(tmp_path, {"tp_size": 4}))
+        assert [row(analysis.timeline, "node0.log", n)["world_rank"] for n in range(1, 7)] == [
+            1, 2, None, None, 3, 3]
+        assert analysis.unattributed_reasons().get("interleaved records") == 2
