@@ -413,22 +413,37 @@ def _combine_direct(frame: pl.DataFrame, contradictions: list[dict[str, object]]
 _EXCEPTION_HEADER = r"hit an exception|Traceback \(most recent call last\)|Fatal Python error"
 
 
+def _records(starts: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
+    """`record` (per file, the number of headers so far) and `_head_row` (the row index of the
+    first row of the line's record). Rows are in file order, so a record is a run starting at
+    a header or at the file's first line: a cumulative sum and a forward fill, no windows.
+
+    starts_record:  F  T  F  T  | (next file) T  F
+    record:         0  1  1  2  |             1  1
+    _head_row:      0  1  1  3  |             4  4
+    """
+    first = (pl.col("file_id") != pl.col("file_id").shift(1)).fill_null(True)
+    counted = starts.cast(pl.UInt32).cum_sum()
+    before_file = pl.when(first).then(counted - starts.cast(pl.UInt32)).forward_fill()
+    head_row = pl.when(starts | first).then(pl.int_range(pl.len(), dtype=pl.UInt32))
+    return ((counted - before_file).alias("record"), head_row.forward_fill().alias("_head_row"))
+
+
 def _by_continuation(frame: pl.DataFrame) -> pl.DataFrame:
     """Rows that continue a record (no header of their own) inherit its header's process and
     role - unless several processes of the file opened an exception record in the same second:
     their tracebacks may interleave, so which line is whose is not known."""
     starts = pl.col("starts_record").fill_null(False)
-    record = starts.cast(pl.UInt32).cum_sum().over("file_id")
-    frame = frame.with_columns(record.alias("record"))
+    frame = frame.with_columns(*_records(starts))
     exception_header = starts & pl.col("text").str.contains(_EXCEPTION_HEADER)
     second = pl.col("ts").dt.truncate("1s")
     crowded = (pl.col("proc").filter(exception_header).n_unique().over("file_id", second) > 1)
     frame = frame.with_columns(
         (exception_header & crowded & pl.col("ts").is_not_null()).fill_null(False)
         .alias("_crowded"))
-    header_proc = pl.col("proc").first().over("file_id", "record")
-    header_role = pl.col("role").first().over("file_id", "record")
-    header_crowded = pl.col("_crowded").first().over("file_id", "record")
+    header_proc = pl.col("proc").gather(pl.col("_head_row"))
+    header_role = pl.col("role").gather(pl.col("_head_row"))
+    header_crowded = pl.col("_crowded").gather(pl.col("_head_row"))
     inherit = (pl.col("proc").is_null() & ~starts & (pl.col("record") > 0) & ~pl.col("conflict")
                & ~header_crowded)
     return frame.with_columns(
@@ -451,18 +466,19 @@ def _by_file(frame: pl.DataFrame) -> pl.DataFrame:
         .any().alias("launcher"))
         .filter((pl.col("procs").list.len() == 1) & ~pl.col("launcher"))
         .select("file_id", pl.col("procs").list.first().alias("file_proc")))
-    frame = frame.join(per_file, on="file_id", how="left", maintain_order="left")
+    frame = frame.with_columns(frame.select("file_id").join(
+        per_file, on="file_id", how="left", maintain_order="left").get_column("file_proc"))
     ambiguous_header = ((pl.col("source") == "sglang") & pl.col("starts_record").fill_null(False)
                         & pl.all_horizontal(pl.col(c).is_null() for c in PREFIX_COLUMNS))
     lend = (pl.col("proc").is_null() & pl.col("file_proc").is_not_null() & ~pl.col("conflict")
             & pl.col("role").is_null() & ~ambiguous_header)
     # a continuation of an ambiguous header stays with its header
-    header_ambiguous = ambiguous_header.first().over("file_id", "record")
+    header_ambiguous = ambiguous_header.gather(pl.col("_head_row"))
     lend = lend & ~(header_ambiguous & ~pl.col("starts_record").fill_null(False))
     return frame.with_columns(
         pl.when(lend).then(pl.col("file_proc")).otherwise(pl.col("proc")).alias("proc"),
         pl.when(lend).then(pl.lit("file")).otherwise(pl.col("evidence")).alias("evidence"),
-    ).drop("file_proc")
+    ).drop("file_proc", "_head_row")
 
 
 def _explain_unattributed(frame: pl.DataFrame) -> pl.DataFrame:

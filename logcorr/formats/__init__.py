@@ -2,8 +2,10 @@
 
 Pipeline (all whole-column polars work; no Python per line):
 
-1. fast path: lines that start `[20` and hold no second header -> SGLang fixed-offset parser;
-2. the rest: peel wrappers (`wrappers.peel`), split glued lines (`parts.split`), clean the body
+1. fast paths, on the whole frame (literal tests, then joins on the few distinct prefixes):
+   lines that start `[20` and hold no second header -> SGLang fixed-offset parser; lines with
+   one ` NCCL ` and a plain `host:pid:tid [dev]` header -> NCCL header table;
+2. the rest (few rows): peel wrappers (`wrappers.peel`), split glued lines (`parts.split`), clean the body
    (`wrappers.clean`), then offer the rows to each family in turn; a family takes the rows its
    cheap literal test selects and its pattern confirms, and hands back the others;
 3. whatever no family takes is `other`; wrapper fields fill host/pid/torch_rank/ts gaps.
@@ -42,44 +44,37 @@ def parse(lines: pl.DataFrame) -> pl.DataFrame:
     """Physical lines (LINES_SCHEMA) -> record parts with their fields (PARSED_SCHEMA)."""
     if lines.height == 0:
         return empty_parsed()
-    df = lines.select("file_id", "line", "text").rechunk().with_row_index("_row")
-    fast_rows = sglang.fast_candidates(pl.col("text")) & ~parts.hint(pl.col("text"))
-    fast = df.filter(fast_rows).with_columns(
-        part=pl.lit(0, pl.UInt16), body=pl.col("text"), pbody=pl.col("text")
-    )
-    fast_parsed, fast_bad = sglang.parse_fast(fast)
-    rest = pl.concat([df.filter(~fast_rows), fast_bad.select(df.columns)])
-    return _assemble([fast_parsed, *_parse_rest(rest)])
+    df = lines.select("file_id", "line", "text").with_row_index("_row")
+    text = pl.col("text")
+    has_nccl = text.str.contains(" NCCL ", literal=True)
+    one_nccl = pl.when(has_nccl).then(text).str.count_matches(" NCCL ", literal=True) == 1
+    second_sgl = text.str.slice(1).str.contains("[20", literal=True)
+    route = (pl.when(text.str.starts_with("[20") & ~second_sgl & ~has_nccl).then(pl.lit(1))
+             .when(one_nccl & ~second_sgl & ~text.str.starts_with("[")).then(pl.lit(2))
+             .otherwise(pl.lit(0)).cast(pl.UInt8))
+    df = df.with_columns(_route=route)
+    body = {"part": pl.lit(0, pl.UInt16), "body": text, "pbody": text}
+    sgl, sgl_bad = sglang.parse_fast(df.filter(pl.col("_route") == 1).with_columns(**body))
+    nccl_parsed, nccl_bad = nccl.parse_plain(df.filter(pl.col("_route") == 2))
+    rest = pl.concat([df.filter(pl.col("_route") == 0), sgl_bad.select(df.columns),
+                      nccl_bad.select(df.columns)]).drop("_route")
+    return _assemble([sgl, nccl_parsed, *_parse_rest(rest)])
 
 
 def _assemble(results: list[pl.DataFrame]) -> pl.DataFrame:
-    """Put the family results back in (line, part) order: sort narrow, scatter wide.
-
-    Only the key and the text columns are sorted; every other column is scattered into its
-    position, and only from the results that have it, so wide all-null columns cost nothing.
-    """
-    results = [r.with_columns(_key=_key()) for r in results if r.height]
-    base = pl.concat(
-        [r.select("_key", "file_id", "line", "part", "text") for r in results]
-    ).sort("_key")
-    keys = base.get_column("_key")
-    columns: dict[str, pl.Series] = {}
-    for result in results:
-        positions = keys.search_sorted(result.get_column("_key"))
-        for name, dtype in PARSED_SCHEMA.items():
-            if name in _BASE_COLUMNS or name not in result.columns:
-                continue
-            values = result.get_column(name).cast(dtype)
-            if values.null_count() == len(values):
-                continue
-            if name not in columns:
-                columns[name] = pl.repeat(None, base.height, dtype=dtype, eager=True).alias(name)
-            columns[name].scatter(positions, values)
-    return finalize(base.with_columns(list(columns.values())))
+    """Put the family results back in (line, part) order: one sort of the key, one gather."""
+    results = [r for r in results if r.height]
+    if not results:
+        return empty_parsed()
+    frame = pl.concat([finalize(r.with_columns(part=pl.col("part").cast(pl.UInt16)))
+                       .with_columns(_key=_key(r)) for r in results])
+    frame = frame.rechunk()
+    return frame.gather(frame.get_column("_key").arg_sort()).drop("_key")
 
 
-def _key() -> pl.Expr:
-    return pl.col("_row").cast(pl.UInt64) * 65536 + pl.col("part").cast(pl.UInt64)
+def _key(frame: pl.DataFrame) -> pl.Series:
+    return (frame.get_column("_row").cast(pl.UInt64) * 65536
+            + frame.get_column("part").cast(pl.UInt64)).alias("_key")
 
 
 def _parse_rest(rest: pl.DataFrame) -> list[pl.DataFrame]:

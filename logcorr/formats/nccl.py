@@ -22,6 +22,8 @@ COMM = (
 )
 _COMM_ID = r" commId (0x[0-9a-fA-F]+)"
 _PHASE = r" - (Init START|Init COMPLETE|Abort COMPLETE)\s*$"
+# Colour codes and Ray dedup suffixes (see wrappers._JUNK_HINT): such lines take the slow path.
+_JUNK_HINT = r"\x1b|\[repeated |\[[0-9;]{1,6}m"
 
 
 def candidates(body: pl.Expr) -> pl.Expr:
@@ -54,6 +56,50 @@ def parse(df: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     comm = _comm_fields(good.filter(pl.col("_comm")))
     rest = good.filter(~pl.col("_comm"))
     return pl.concat([rest, comm], how="diagonal_relaxed").drop("_after", "_comm"), bad
+
+
+def parse_plain(df: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Rows routed as plain NCCL lines; return (parsed, rows for the general path)."""
+    columns = df.columns
+    df = fast_fields(df.with_columns(_all=pl.lit(True)), "_all")
+    good = df.filter(pl.col("_nccl_ok")).with_columns(
+        source=pl.lit("nccl"), part=pl.lit(0, pl.UInt16))
+    return good.drop("_all", "_nccl_ok"), df.filter(~pl.col("_nccl_ok")).select(columns)
+
+
+def fast_fields(df: pl.DataFrame, mask: str) -> pl.DataFrame:
+    """`parse` on the rows where column `mask` is true and the header is a plain
+    `host:pid:tid [dev]` at the start (no wrapper, colour code or glued record), on the whole
+    frame: the header is parsed once per distinct value. Adds `_nccl_ok` and the NCCL fields."""
+    text = pl.when(pl.col(mask) & ~pl.col("text").str.starts_with("[")).then(pl.col("text"))
+    df = df.with_columns(_nt=pl.when(~text.str.contains(_JUNK_HINT)).then(text))
+    cut = pl.col("_nt").str.find(" NCCL ", literal=True)
+    df = df.with_columns(_cut=cut, _head=pl.col("_nt").str.slice(0, cut))
+    df = df.join(_head_table(df.get_column("_head")), on="_head", how="left",
+                 maintain_order="left")
+    df = df.with_columns(_nccl_ok=pl.col("_host").is_not_null() & pl.col("_ts").is_null())
+    comm = pl.col("_nccl_ok") & pl.col("_nt").str.contains("comm 0x", literal=True)
+    df = df.with_columns(_after=pl.when(comm).then(pl.col("_nt").str.slice(pl.col("_cut"))))
+    after = pl.col("_after")
+    groups = after.str.extract_groups(COMM).struct.field
+    fields = (
+        ("starts_record", pl.Boolean, pl.lit(True)),
+        ("host", pl.String, pl.col("_host")),
+        ("pid", pl.Int64, pl.col("_pid")),
+        ("tid", pl.Int64, pl.col("_tid")),
+        ("device_id", pl.Int32, pl.col("_dev")),
+        ("comm", pl.String, groups("1")),
+        ("comm_rank", pl.Int32, as_int(groups("2"), pl.Int32())),
+        ("comm_nranks", pl.Int32, as_int(groups("3"), pl.Int32())),
+        ("comm_id", pl.String, after.str.extract(_COMM_ID, 1)),
+        ("nccl_phase", pl.String, after.str.extract(_PHASE, 1)),
+    )
+    when = pl.when(pl.col("_nccl_ok"))
+    return df.with_columns(
+        pl.coalesce(pl.col(name) if name in df.columns else pl.lit(None, dtype),
+                    when.then(value)).alias(name)
+        for name, dtype, value in fields
+    ).drop("_nt", "_cut", "_after", "_head", "_host", "_pid", "_tid", "_dev", "_ts")
 
 
 def _head_table(heads: pl.Series) -> pl.DataFrame:

@@ -60,6 +60,43 @@ def parse_fast(df: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     return _finish(good), bad
 
 
+def fast_fields(df: pl.DataFrame, mask: str) -> pl.DataFrame:
+    """`parse_fast` on the rows where column `mask` is true, on the whole frame (no filter):
+    the stamp and the `.mmm TOKENS` tail are cut at fixed offsets and parsed once per distinct
+    value (joins on small tables). Adds `_sgl_ok` and, on those rows, the SGLang fields."""
+    text = pl.when(pl.col(mask)).then(pl.col("text"))
+    close = text.str.find("] ", literal=True).cast(pl.Int64)
+    df = df.with_columns(
+        _stamp=text.str.slice(1, 19),
+        _tail=text.str.slice(20, (close - 20).clip(lower_bound=0)),
+    )
+    stamps = df.get_column("_stamp").drop_nulls().unique().to_frame()
+    stamps = stamps.with_columns(_ts=datetime_from(pl.col("_stamp"), "%Y-%m-%d %H:%M:%S"))
+    tails = _tail_table(df.get_column("_tail").drop_nulls())
+    df = df.join(stamps, on="_stamp", how="left", maintain_order="left")
+    df = df.join(tails, on="_tail", how="left", maintain_order="left")
+    ok = (pl.col("_ts").is_not_null() & pl.col("_ok").fill_null(False)).alias("_sgl_ok")
+    df = df.with_columns(ok)
+    when = pl.when(pl.col("_sgl_ok"))
+    has_rank = pl.any_horizontal(pl.col(name).is_not_null() for name in _RANK_KEYS)
+    ranked_body = pl.when(pl.col("_sgl_ok") & has_rank).then(pl.col("text"))
+    unranked_body = pl.when(pl.col("_sgl_ok") & ~has_rank).then(pl.col("text"))
+    main = unranked_body.str.contains(_MAIN_PROOF)
+    pyspy = ranked_body.str.contains("] Pyspy dump for PID ", literal=True)
+    return df.with_columns(
+        when.then(pl.col("_ts") + pl.duration(milliseconds=pl.col("_ms").fill_null(0))).alias("ts"),
+        when.then(True).alias("ts_has_date"),
+        when.then(True).alias("ts_has_year"),
+        when.then(True).alias("starts_record"),
+        pl.when(pl.col("_sgl_ok") & has_rank).then(pl.lit("scheduler"))
+        .when(main).then(pl.lit("main")).alias("role"),
+        pl.when(main & unranked_body.str.contains(_SERVER_ARGS)).then(True).alias("server_args"),
+        as_int(pl.when(pyspy).then(ranked_body).str.extract(_PYSPY, 1), pl.Int64()).alias(
+            "link_pid"),
+        *(when.then(pl.col(name)).alias(name) for name in _RANK_KEYS),
+    ).drop("_stamp", "_tail", "_ts", "_ok", "_ms")
+
+
 def _tail_table(tails: pl.Series) -> pl.DataFrame:
     """One row per distinct `.mmm TOKENS` tail: validity, ms and the rank of each token."""
     table = tails.unique().to_frame("_tail")
@@ -105,31 +142,20 @@ def parse_general(df: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
 
 
 def _finish(df: pl.DataFrame) -> pl.DataFrame:
-    """Common columns: source, role, server_args, link_pid (message checks on few rows only)."""
+    """Common columns: source, role, server_args, link_pid (message checks on few rows only:
+    the regexes read a body that is null on the other rows)."""
     has_rank = pl.any_horizontal(pl.col(name).is_not_null() for name in _RANK_KEYS)
-    df = df.with_columns(
+    df = df.with_columns(_ranked=has_rank).drop("_close", "_tail", "_ok", "_ms", strict=False)
+    ranked = pl.when(pl.col("_ranked")).then(BODY)
+    unranked = pl.when(~pl.col("_ranked")).then(BODY)
+    main = unranked.str.contains(_MAIN_PROOF)
+    pyspy = ranked.str.contains("] Pyspy dump for PID ", literal=True)
+    return df.with_columns(
         source=pl.lit("sglang"),
         starts_record=pl.lit(True),
         ts_has_year=pl.col("ts_has_date"),
-        role=pl.when(has_rank).then(pl.lit("scheduler")),
-    ).drop("_close", "_tail", "_ok", "_ms", strict=False)
-    ranked = df.filter(pl.col("role").is_not_null())
-    unranked = df.filter(pl.col("role").is_null())
-    return pl.concat([_pyspy_links(ranked), _main_facts(unranked)], how="diagonal_relaxed")
-
-
-def _pyspy_links(df: pl.DataFrame) -> pl.DataFrame:
-    """`Pyspy dump for PID n:` -> link_pid (the scheduler dumps itself)."""
-    hit = BODY.str.contains("] Pyspy dump for PID ", literal=True)
-    rows = df.filter(hit).with_columns(link_pid=as_int(BODY.str.extract(_PYSPY, 1), pl.Int64()))
-    return pl.concat([df.filter(~hit), rows], how="diagonal_relaxed")
-
-
-def _main_facts(df: pl.DataFrame) -> pl.DataFrame:
-    """role=main (and server_args) for prefix-less lines whose message proves the main process."""
-    hit = BODY.str.contains(_MAIN_PROOF)
-    rows = df.filter(hit).with_columns(
-        role=pl.lit("main"),
-        server_args=pl.when(BODY.str.contains(_SERVER_ARGS)).then(True),
-    )
-    return pl.concat([df.filter(~hit), rows], how="diagonal_relaxed")
+        role=pl.when(pl.col("_ranked")).then(pl.lit("scheduler"))
+        .when(main).then(pl.lit("main")),
+        server_args=pl.when(main & unranked.str.contains(_SERVER_ARGS)).then(True),
+        link_pid=as_int(pl.when(pyspy).then(ranked).str.extract(_PYSPY, 1), pl.Int64()),
+    ).drop("_ranked")
