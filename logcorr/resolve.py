@@ -118,6 +118,17 @@ def _title_tokens(titles: pl.Series) -> pl.DataFrame:
     )
 
 
+def _attach(frame: pl.DataFrame, table: pl.DataFrame, on: list[str],
+            keys: dict[str, pl.Expr] | None = None, nulls_equal: bool = False) -> pl.DataFrame:
+    """`frame` plus the other columns of `table` (unique on `on`): a left join of the key
+    columns only, so the frame's many other columns are not copied. `keys` computes key
+    columns that `frame` does not hold."""
+    computed = keys or {}
+    left = frame.select(computed[c].alias(c) if c in computed else pl.col(c) for c in on)
+    joined = left.join(table, on=on, how="left", maintain_order="left", nulls_equal=nulls_equal)
+    return frame.with_columns(joined.drop(on))
+
+
 # --------------------------------------------------------------------------- main entry
 
 
@@ -150,8 +161,7 @@ def _by_prefix(frame: pl.DataFrame, topology: Topology | None, processes: pl.Dat
     """`prefix_proc` from the SGLang rank tokens; `title_proc` from printed process titles."""
     cols = list(PREFIX_COLUMNS)
     combos = _match_combos(topology, processes, _prefix_combos(frame))
-    frame = frame.join(combos, on=cols, how="left", maintain_order="left", nulls_equal=True).rename(
-        {"combo_proc": "prefix_proc"})
+    frame = _attach(frame, combos, cols, nulls_equal=True).rename({"combo_proc": "prefix_proc"})
     has_tokens = pl.any_horizontal(pl.col(c).is_not_null() for c in cols)
     bad = frame.filter(has_tokens & pl.col("prefix_proc").is_null())
     if bad.height:
@@ -167,8 +177,8 @@ def _by_prefix(frame: pl.DataFrame, topology: Topology | None, processes: pl.Dat
         matched = _match_combos(topology, processes, tokens.select(cols).unique())
         tokens = tokens.join(matched, on=cols, how="left", maintain_order="left", nulls_equal=True)
         tokens = tokens.filter(pl.any_horizontal(pl.col(c).is_not_null() for c in cols))
-        frame = frame.join(tokens.select("proctitle", pl.col("combo_proc").alias("title_proc")),
-                           on="proctitle", how="left", maintain_order="left")
+        frame = _attach(frame, tokens.select("proctitle", pl.col("combo_proc").alias("title_proc")),
+                        ["proctitle"])
     else:
         frame = frame.with_columns(pl.lit(None, _PROC).alias("title_proc"))
     return frame
@@ -185,7 +195,7 @@ def _file_hosts(frame: pl.DataFrame) -> pl.DataFrame:
                 .agg(pl.col("host").unique().alias("hosts"))
                 .filter(pl.col("hosts").list.len() == 1)
                 .select("file_id", pl.col("hosts").list.first().alias("file_host")))
-    frame = frame.join(per_file, on="file_id", how="left", maintain_order="left")
+    frame = _attach(frame, per_file, ["file_id"])
     return frame.with_columns(pl.coalesce("host", "file_host").alias("eff_host"))
 
 
@@ -232,9 +242,9 @@ def _by_device(frame: pl.DataFrame, topology: Topology | None, processes: pl.Dat
              .filter(pl.col("len") == 1)  # SGLang can put two processes on one gpu_id
              .select(pl.col("node_rank").alias("dev_node"), pl.col("gpu_id").alias("device_id"),
                      pl.col("proc").alias("device_proc")))
-    frame = frame.join(node_map, on="eff_host", how="left", maintain_order="left")
+    frame = _attach(frame, node_map, ["eff_host"])
     main_thread = (pl.col("source") == "nccl") & (pl.col("tid") == pl.col("pid"))
-    frame = frame.join(slots, on=["dev_node", "device_id"], how="left", maintain_order="left")
+    frame = _attach(frame, slots, ["dev_node", "device_id"])
     return frame.with_columns(pl.when(main_thread).then(pl.col("device_proc"))
                               .otherwise(None).alias("device_proc")).drop("dev_node")
 
@@ -258,16 +268,14 @@ def _by_pid(frame: pl.DataFrame, topology: Topology | None, processes: pl.DataFr
     links = counts.filter(pl.col("len") == 1).select("host_key", "pid",
                                                 pl.col("proc").alias("pid_proc"))
     single_host = topology is None or topology.sizes.nnodes == 1
-    frame = frame.with_columns(host_key.alias("host_key"))
-    by_host = frame.join(links, on=["host_key", "pid"], how="left", maintain_order="left")["pid_proc"]
-    frame = frame.with_columns(by_host)
+    frame = _attach(frame, links, ["host_key", "pid"], keys={"host_key": host_key})
     if single_host:  # PIDs are unique on one host: a PID learned anywhere applies everywhere
         unique = links.group_by("pid").agg(pl.col("pid_proc").unique())
         unique = unique.filter(pl.col("pid_proc").list.len() == 1).select(
             "pid", pl.col("pid_proc").list.first().alias("pid_any"))
-        frame = frame.join(unique, on="pid", how="left", maintain_order="left").with_columns(
+        frame = _attach(frame, unique, ["pid"]).with_columns(
             pl.coalesce("pid_proc", "pid_any").alias("pid_proc")).drop("pid_any")
-    return frame.drop("host_key")
+    return frame
 
 
 def _by_communicator(frame: pl.DataFrame, topology: Topology | None) -> pl.DataFrame:
@@ -290,10 +298,10 @@ def _by_communicator(frame: pl.DataFrame, topology: Topology | None) -> pl.DataF
     table = pl.DataFrame(links, schema={"host_key": pl.String, "pid": pl.Int64,
                                         "comm_proc": _PROC}, orient="row").unique()
     table = table.filter(pl.len().over("host_key", "pid") == 1)
-    frame = frame.with_columns(pl.col("eff_host").fill_null("").alias("host_key"))
-    frame = frame.join(table, on=["host_key", "pid"], how="left", maintain_order="left")
+    frame = _attach(frame, table, ["host_key", "pid"],
+                    keys={"host_key": pl.col("eff_host").fill_null("")})
     return frame.with_columns(pl.when(known.is_null()).then(pl.col("comm_proc"))
-                              .alias("comm_proc")).drop("host_key")
+                              .alias("comm_proc"))
 
 
 def _communicator_links(topology: Topology, members: pl.DataFrame) -> list[tuple[str, int, int]]:
@@ -325,13 +333,13 @@ _ROLE_STEMS = (("DataParallelController hit an exception", "dp_controller"),
 
 def _roles(frame: pl.DataFrame) -> pl.DataFrame:
     """Non-scheduler processes known by their messages or by a py-spy process title."""
-    role = pl.col("role")
+    unknown = pl.col("role").is_null()
+    text = pl.when(unknown).then(pl.col("text"))  # null elsewhere: searched on few rows only
+    role = pl.when(~unknown).then(pl.col("role"))
     for stem, name in _ROLE_STEMS:
-        role = pl.when(role.is_null() & pl.col("text").str.contains(stem, literal=True)
-                       ).then(pl.lit(name)).otherwise(role)
+        role = role.when(text.str.contains(stem, literal=True)).then(pl.lit(name))
     for title, name in _ROLE_TITLES.items():
-        role = pl.when(role.is_null() & pl.col("proctitle").str.starts_with(title)
-                       ).then(pl.lit(name)).otherwise(role)
+        role = role.when(pl.col("proctitle").str.starts_with(title)).then(pl.lit(name))
     frame = frame.with_columns(role.alias("role"))
     titled = (frame.filter(pl.col("link_pid").is_not_null() & pl.col("proc").is_null()
                            & pl.col("role").is_not_null() & pl.col("proctitle").is_not_null())
@@ -340,11 +348,11 @@ def _roles(frame: pl.DataFrame) -> pl.DataFrame:
               .unique().filter(pl.len().over("host_key", "pid") == 1))
     if titled.height == 0:
         return frame
-    frame = frame.with_columns(pl.col("eff_host").fill_null("").alias("host_key")).join(
-        titled, on=["host_key", "pid"], how="left", maintain_order="left")
+    frame = _attach(frame, titled, ["host_key", "pid"],
+                    keys={"host_key": pl.col("eff_host").fill_null("")})
     return frame.with_columns(pl.when(pl.col("proc").is_null()).then(
         pl.coalesce("role", "pid_role")).otherwise(pl.col("role")).alias("role")
-    ).drop("host_key", "pid_role")
+    ).drop("pid_role")
 
 
 def _by_torch_rank(frame: pl.DataFrame, topology: Topology | None,
