@@ -1,0 +1,44 @@
+"""Launch configurations for tools/sglang_truth.py (ServerArgs field names -> values)."""
+
+
+def CONFIGS(version):
+    c = [
+        ("tp1", dict(tp_size=1)),
+        ("tp8", dict(tp_size=8)),
+        ("tp16_nnodes2", dict(tp_size=16, nnodes=2)),
+        ("tp16_dp8_dpattn", dict(tp_size=16, dp_size=8, enable_dp_attention=True)),
+        ("tp16_dp8_native_1node", dict(tp_size=16, dp_size=8)),
+        ("tp2_dp4_native", dict(tp_size=2, dp_size=4)),
+        ("tp8_moedp2_ep4", dict(tp_size=8, moe_dp_size=2, ep_size=4)),
+        ("tp8_moedp2_ep4_attncp2", dict(tp_size=8, moe_dp_size=2, ep_size=4, attn_cp_size=2)),
+        ("tp16_moedp2_ep4", dict(tp_size=16, moe_dp_size=2, ep_size=4)),
+        ("tp8_ep8_cuda", dict(tp_size=8, ep_size=8, device="cuda")),
+        ("tp8_ep8_npu", dict(tp_size=8, ep_size=8, device="npu")),
+        ("tp8_ep4", dict(tp_size=8, ep_size=4)),
+        ("tp4_pp2_nnodes2", dict(tp_size=4, pp_size=2, nnodes=2)),
+        ("tp2_pp4_nnodes2", dict(tp_size=2, pp_size=4, nnodes=2)),
+        ("tp4_pp2_1node_step2", dict(tp_size=4, pp_size=2, gpu_id_step=2)),
+        ("dp2_tp4_base1_step2", dict(tp_size=4, dp_size=2, base_gpu_id=1, gpu_id_step=2)),
+        ("tp8_attncp4", dict(tp_size=8, attn_cp_size=4)),
+        ("tp8_attncp8", dict(tp_size=8, attn_cp_size=8)),
+        ("tp8_attncp2_moedp2_ep4", dict(tp_size=8, attn_cp_size=2, moe_dp_size=2, ep_size=4)),
+        ("tp16_dp8_dpattn_deepep_nnodes2", dict(tp_size=16, dp_size=8, enable_dp_attention=True, moe_a2a_backend="deepep", nnodes=2)),
+        ("tp32_dpattn4_nnodes4", dict(tp_size=32, dp_size=4, enable_dp_attention=True, nnodes=4)),
+        ("tp8_dcp2", dict(tp_size=8, dcp_size=2)),
+        ("tp8_dpattn2_attncp2", dict(tp_size=8, dp_size=2, enable_dp_attention=True, attn_cp_size=2)),
+        ("tp8_dpattn8_ep8", dict(tp_size=8, dp_size=8, enable_dp_attention=True, ep_size=8)),
+        ("invalid_tp8_dpattn4_attncp4", dict(tp_size=8, dp_size=4, enable_dp_attention=True, attn_cp_size=4)),
+        ("invalid_tp8_moedp2_ep8", dict(tp_size=8, moe_dp_size=2, ep_size=8)),
+        ("invalid_dp2_tp8_nnodes2", dict(tp_size=8, dp_size=2, nnodes=2)),
+        ("invalid_gpu_id_step0", dict(tp_size=2, gpu_id_step=0)),
+        ("invalid_base_gpu_id_neg", dict(tp_size=2, base_gpu_id=-1)),
+        ("invalid_tp3_nnodes2", dict(tp_size=3, nnodes=2)),
+    ]
+    if version >= "0.5.22":
+        c += [
+            ("tp16_attndp8", dict(tp_size=16, attn_dp_size=8)),
+            ("tp16_attndp8_deepep_nnodes2", dict(tp_size=16, attn_dp_size=8, moe_a2a_backend="deepep", nnodes=2)),
+            ("tp32_attndp4_nnodes4", dict(tp_size=32, attn_dp_size=4, nnodes=4)),
+            ("invalid_dp2_attndp2", dict(tp_size=4, dp_size=2, attn_dp_size=2)),
+        ]
+    return c
