@@ -33,6 +33,7 @@ _NUL_RATIO = 0.30  # a log may hold a few NULs (`^@^@^@[15:58:39 TP0] …`), a b
 _CONTROL_RATIO = 0.30
 _GZIP_MAGIC = b"\x1f\x8b"
 _FIELD_SEP = b"\x1f"  # never in a block read by the CSV path
+_BOM = b"\xef\xbb\xbf"  # the CSV reader would drop it; the text keeps it
 
 BINARY_SUFFIXES: frozenset[str] = frozenset(
     {
@@ -298,10 +299,11 @@ def _lines_frame(block: bytes, file_id: int, first_line: int) -> pl.DataFrame:
 def _split_lines(block: bytes) -> pl.Series:
     """Decode (lossy UTF-8) and split on `\\n`, removing one `\\r` before each `\\n`.
 
-    Blocks without `\\r` or the unit separator go through polars' multi-threaded CSV reader
-    (one column, no quoting); the others through one `str.split` on the decoded text.
+    Blocks without `\\r`, the unit separator or a leading BOM go through polars'
+    multi-threaded CSV reader (one column, no quoting); the others through one `str.split`
+    on the decoded text.
     """
-    if _FIELD_SEP not in block and b"\r" not in block:
+    if _FIELD_SEP not in block and b"\r" not in block and not block.startswith(_BOM):
         frame = pl.read_csv(
             io.BytesIO(block),
             has_header=False,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import sys
 import tempfile
@@ -16,6 +17,7 @@ import polars as pl
 from logcorr.errors import InputError
 
 MACHINE_FORMATS = ("jsonl", "csv", "parquet")
+_MAX_OFFSET_SECONDS = 1e9  # about 31 years; larger shifts overflow the time arithmetic
 
 
 def parse_clock_offsets(items: list[str]) -> dict[str, float]:
@@ -31,18 +33,27 @@ def parse_clock_offsets(items: list[str]) -> dict[str, float]:
             offsets[host] = float(seconds)
         except ValueError:
             host = ""
+        if host and not (math.isfinite(offsets[host])
+                         and abs(offsets[host]) <= _MAX_OFFSET_SECONDS):
+            host = ""
         if not sep or not host:
-            raise InputError(f"cannot read --clock-offset {item!r}: write HOST=SECONDS, "
+            raise InputError(f"cannot read --clock-offset {item!r}: write HOST=SECONDS "
+                             "(a finite number of seconds, at most 1e9 either way), "
                              "e.g. --clock-offset node-1=-2.5")
     return offsets
 
 
 def parse_time(text: str, option: str) -> datetime:
     try:
-        return datetime.fromisoformat(text.replace(" ", "T"))
+        moment = datetime.fromisoformat(text.replace(" ", "T"))
     except ValueError:
         raise InputError(f"cannot read {option} {text!r}: write an ISO time such as "
                          "2026-11-29T10:00:00") from None
+    if moment.tzinfo is not None:
+        raise InputError(f"{option} {text!r} has a time zone, but log times are local times "
+                         "without one: write the time as the logs print it, e.g. "
+                         "2026-11-29T10:00:00")
+    return moment
 
 
 def filter_time(frame: pl.DataFrame, since: str | None, until: str | None) -> pl.DataFrame:
@@ -83,11 +94,19 @@ def _atomic(output: str, write: Callable[[IO[bytes]], object]) -> None:
     folder = target.parent if str(target.parent) else Path(".")
     if not folder.is_dir():
         raise InputError(f"cannot write {output}: folder {folder} does not exist")
-    handle, temp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".partial", dir=folder)
+    if target.is_dir():
+        raise InputError(f"cannot write {output}: it is a folder; give a file name")
+    try:
+        handle, temp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".partial",
+                                        dir=folder)
+    except OSError as error:
+        raise InputError(f"cannot write {output}: {error.strerror}") from None
     try:
         with os.fdopen(handle, "wb") as stream:
             write(stream)
         os.replace(temp, target)
+    except OSError as error:
+        raise InputError(f"cannot write {output}: {error.strerror}") from None
     finally:
         if os.path.exists(temp):
             os.unlink(temp)
