@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from logcorr.topology import Topology
 
 # C0 controls except tab, DEL, C1 controls, and the Unicode bidi/format controls.
-_UNSAFE = regex.compile(r"[\x00-\x08\x0a-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+_UNSAFE = regex.compile(r"[\x00-\x08\x0a-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 _PALETTE = ("cyan", "magenta", "green", "yellow", "blue", "red", "bright_cyan",
             "bright_magenta", "bright_green", "bright_yellow", "bright_blue", "bright_red")
 _TAG_COLUMNS = (("node_rank", "n"), ("gpu_id", "g"), ("replica", "r"), ("world_rank", "w"),
@@ -68,7 +68,7 @@ def header(analysis: Analysis, shown: int) -> RenderableType:
     lines: list[Text] = []
     if analysis.topology is not None:
         lines.append(Text(f"topology: {summary_line(analysis.topology)} "
-                          f"(from {analysis.topology_source})", style="bold"))
+                          f"(from {inert(str(analysis.topology_source))})", style="bold"))
     else:
         lines.append(Text("topology: unknown (no --config and no server_args line in the "
                           "logs); coordinates are only what the lines print", style="bold yellow"))
@@ -86,7 +86,8 @@ def header(analysis: Analysis, shown: int) -> RenderableType:
     for contradiction in analysis.contradictions:
         where = f" ({contradiction['file']}:{contradiction['line']})" if contradiction.get(
             "file") else ""
-        lines.append(Text(f"contradiction: {contradiction['detail']}{where}", style="red"))
+        lines.append(Text(inert(f"contradiction: {contradiction['detail']}{where}"),
+                          style="red"))
     for warning in analysis.warnings:
         lines.append(Text(f"warning: {inert(warning)}", style="yellow"))
     return RichGroup(*lines)
