@@ -26,7 +26,7 @@ from logcorr.ingest import Source, discover, read_lines
 from logcorr.model import COORDINATES, TIMELINE_SCHEMA
 from logcorr.resolve import Resolution, resolve
 from logcorr.selector import Selector
-from logcorr.timeline import complete_timestamps, iso_text, order_lines
+from logcorr.timeline import complete_timestamps, order_lines, ts_text
 from logcorr.topology import Topology, build_topology
 
 Progress = Callable[[str, int, int], None]
@@ -165,19 +165,24 @@ def _contract(detail: pl.DataFrame, resolution: Resolution, sources: list[Source
               file_nodes: dict[int, int]) -> pl.DataFrame:
     """The output columns of the contract, in its order and types."""
     procs = resolution.processes.select("proc", *COORDINATES)
-    frame = detail.join(procs, on="proc", how="left", maintain_order="left")
     names = pl.DataFrame({"file_id": [s.file_id for s in sources],
                           "file": [s.display for s in sources]},
                          schema={"file_id": pl.UInt32, "file": pl.String})
-    frame = frame.join(names, on="file_id", how="left", maintain_order="left")
     node_of_file = pl.DataFrame({"file_id": list(file_nodes), "file_node": list(file_nodes.values())},
                                 schema={"file_id": pl.UInt32, "file_node": pl.Int32})
-    frame = frame.join(node_of_file, on="file_id", how="left", maintain_order="left")
+    # joins on the key columns only; the wide detail frame is never copied
+    frame = detail.select(*(c for c in TIMELINE_SCHEMA if c in detail.columns
+                            and c not in COORDINATES and c not in ("ts", "role", "host")),
+                          "proc", "role", "eff_host", "file_id")
+    by_proc = frame.select("proc").join(procs, on="proc", how="left", maintain_order="left")
+    by_file = (frame.select("file_id").join(names, on="file_id", how="left", maintain_order="left")
+               .join(node_of_file, on="file_id", how="left", maintain_order="left"))
+    frame = frame.with_columns(*by_proc.drop("proc"), *by_file.drop("file_id"),
+                               ts_text(detail.get_column("ts_full")))
     # a line of a process the topology puts on another node than its file's server_args line
     # says: the node (and so the GPU) is contradicted, the process is not
     wrong_node = (pl.col("node_rank") != pl.col("file_node")).fill_null(False)
     frame = frame.with_columns(
-        iso_text(pl.col("ts_full")).alias("ts"),
         pl.when(pl.col("proc").is_not_null()).then(pl.lit("scheduler"))
         .otherwise(pl.col("role")).alias("role"),
         pl.when(wrong_node).then(None)

@@ -67,7 +67,9 @@ def order_lines(frame: pl.DataFrame, clock_offsets: dict[str, float] | None = No
     running = key.cum_max().over("file_id")
     stream = running.forward_fill().backward_fill().over("file_id")
     frame = frame.with_columns(stream.alias("_key"))
-    frame = frame.sort(["_key", "file_id", "line", "part"], nulls_last=True)
+    # rows are in (file_id, line, part) order already: a stable sort on the time and the file
+    # gives the (time, file, line, part) order
+    frame = frame.sort(["_key", "file_id"], nulls_last=True, maintain_order=True)
     return frame.with_columns(pl.int_range(pl.len(), dtype=pl.UInt64).alias("order")).drop("_key")
 
 
@@ -78,3 +80,11 @@ def iso_text(ts: pl.Expr) -> pl.Expr:
     return (pl.when(micros == 0).then(base)
             .when(micros % 1000 == 0).then(base + ts.dt.strftime(".%3f"))
             .otherwise(base + ts.dt.strftime(".%6f")))
+
+
+def ts_text(ts_full: pl.Series) -> pl.Series:
+    """`iso_text` of a column, formatted once per distinct time (lines share their second)."""
+    frame = ts_full.to_frame("_t")
+    distinct = frame.unique().with_columns(iso_text(pl.col("_t")).alias("ts"))
+    return frame.join(distinct, on="_t", how="left", maintain_order="left", nulls_equal=True
+                      ).get_column("ts")
