@@ -31,7 +31,14 @@ from logcorr.output import (
     write_machine,
 )
 from logcorr.render_check import render_comparison
-from logcorr.render_timeline import findings_view, head_tail, header, text_lines, timeline_table
+from logcorr.render_timeline import (
+    findings_view,
+    head_tail,
+    header,
+    inert,
+    text_lines,
+    timeline_table,
+)
 from logcorr.render_topology import render_rank, render_topology
 from logcorr.selector import parse_selector
 from logcorr.topology import build_topology, check_config, topology_to_json
@@ -153,6 +160,8 @@ def _run_analyze(args: argparse.Namespace) -> int:
     if args.report:
         write_json(analysis.report(), args.report)
     if fmt in MACHINE_FORMATS:
+        for warning in analysis.warnings:  # the header that carries them is not printed
+            sys.stderr.write(f"logcorr: warning: {inert(warning)}\n")
         write_machine(frame, fmt, args.output)
     else:
         with _text_stream(args.output) as stream:

@@ -195,14 +195,30 @@ def _last_ts(frame: pl.DataFrame) -> datetime | None:
     return values.max() if values.len() else None  # type: ignore[return-value]
 
 
+_TOKENS = (("dp_rank", "DP"), ("pp_rank", "PP"), ("attn_cp_rank", "ATTN_CP"),
+           ("moe_dp_rank", "MOE_DP"), ("tp_rank", "TP"), ("moe_ep_rank", "EP"))
+
+
+def _name(person: dict[str, Any]) -> str:
+    """`world rank 9`, or without a topology the ranks its prefix printed (`DP4 TP9 EP9`)."""
+    if person.get("world_rank") is not None:
+        return f"world rank {person['world_rank']}"
+    printed = " ".join(f"{token}{person[key]}" for key, token in _TOKENS
+                       if person.get(key) is not None)
+    return printed or "an unnamed process"
+
+
 def _short(person: dict[str, Any]) -> str:
     if not person:
         return "a process"
     bits = [f"replica {person['replica']}"] if person.get("replica") else []
-    bits += [f"world rank {person['world_rank']}", f"TP{person['tp_rank']}"]
-    if person.get("dp_rank") is not None:
-        bits.append(f"DP{person['dp_rank']}")
-    bits.append(f"node {person['node_rank']} GPU {person['gpu_id']}")
+    bits.append(_name(person))
+    if person.get("world_rank") is not None:
+        bits.append(f"TP{person['tp_rank']}")
+        if person.get("dp_rank") is not None:
+            bits.append(f"DP{person['dp_rank']}")
+    if person.get("node_rank") is not None:
+        bits.append(f"node {person['node_rank']} GPU {person['gpu_id']}")
     if person.get("host"):
         bits.append(f"host {person['host']}")
     if person.get("pid"):
@@ -385,7 +401,7 @@ def init_findings(ctx: Context) -> list[Finding]:
         findings.append(Finding(
             "init-hang", "error",
             f"{len(procs)} process(es) began {name} and never finished it while others got "
-            f"further: world ranks {sorted(ctx.people[p]['world_rank'] for p in procs)}",
+            f"further: {', '.join(_name(ctx.people[p]) for p in sorted(procs))}",
             ctx.who(procs), first_ts=_iso(min((r["ts_full"] for _, r in items if r["ts_full"]),
                                               default=None)),
             evidence=ctx.cite(rows_cited)))

@@ -238,9 +238,6 @@ class TestPaths:
         assert analysis.timeline.height == 10_000
         assert [s.display for s in analysis.sources][:2] == ["rank00000.log", "rank00001.log"]
 
-    @pytest.mark.xfail(strict=True, reason=(
-        "cli.py: with --format jsonl/csv/parquet the skip warnings are printed nowhere (the "
-        "header that carries them is only printed for rich/text); they should go to stderr"))
     def test_warnings_reach_stderr_in_machine_formats(self, tmp_path: Path) -> None:
         """A skipped file is named on stderr when the output is a machine format."""
         logs = _logs(tmp_path)
