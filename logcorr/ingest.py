@@ -80,7 +80,7 @@ def discover(paths: Sequence[str | Path]) -> tuple[list[Source], list[str]]:
         else:
             found.append((root, str(raw)))
     sources: list[Source] = []
-    for path, display in found:
+    for path, display in sorted(found, key=lambda item: (item[1], str(item[0]))):
         problem = _unusable(path)
         if problem is not None:
             warnings.append(f"{display}: skipped: {problem}")
