@@ -104,12 +104,19 @@ def _atomic(output: str, write: Callable[[IO[bytes]], object]) -> None:
     try:
         with os.fdopen(handle, "wb") as stream:
             write(stream)
+        os.chmod(temp, 0o666 & ~_umask())  # mkstemp makes 0600; a new file follows the umask
         os.replace(temp, target)
     except OSError as error:
         raise InputError(f"cannot write {output}: {error.strerror}") from None
     finally:
         if os.path.exists(temp):
             os.unlink(temp)
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def _write(frame: pl.DataFrame, fmt: str, stream: IO[bytes]) -> None:
