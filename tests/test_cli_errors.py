@@ -1,0 +1,217 @@
+"""Bad input through `logcorr.cli.main()`: exit 2, exactly one `logcorr: error:` line, no traceback.
+
+Each case is a command line whose inputs (config files, paths) are written into a fresh folder.
+Known bugs are marked xfail(strict=True) with the failure they show.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from types import FrameType
+
+import pytest
+from test_robustness import run_cli
+
+ROOT = Path(__file__).resolve().parent.parent
+LOGS = ROOT / "fixtures" / "analyze" / "tp8-crash-per-node" / "logs"
+GOOD = ROOT / "fixtures" / "analyze" / "tp8-crash-per-node" / "args.json"
+
+# name -> config file content (run through topology, topology --no-validate where it must
+# still fail, and analyze).
+BAD_CONFIGS: dict[str, str] = {
+    "malformed-json": "{tp_size: 8",
+    "truncated-json": '{"tp_size": 8, "dp_size"',
+    "wrong-type-list": json.dumps({"tp_size": [8]}),
+    "wrong-type-text": json.dumps({"tp_size": "eight"}),
+    "wrong-type-object": json.dumps({"tp_size": {"n": 8}}),
+    "wrong-type-bool-size": json.dumps({"tp_size": True}),
+    "wrong-type-flag": json.dumps({"tp_size": 8, "enable_dp_attention": "maybe"}),
+    "wrong-type-timeout": json.dumps({"tp_size": 8, "watchdog_timeout": "soon"}),
+    "fractional-size": json.dumps({"tp_size": 8.5}),
+    "negative-size": json.dumps({"tp_size": -8}),
+    "zero-size": json.dumps({"tp_size": 0}),
+    "negative-dp": json.dumps({"tp_size": 8, "dp_size": -2}),
+    "negative-node-rank": json.dumps({"tp_size": 8, "node_rank": -1}),
+    "node-rank-outside": json.dumps({"tp_size": 8, "nnodes": 2, "node_rank": 5}),
+    "negative-gpu": json.dumps({"tp_size": 8, "base_gpu_id": -1}),
+    "zero-gpu-step": json.dumps({"tp_size": 8, "gpu_id_step": 0}),
+    "unknown-version": json.dumps({"tp_size": 8, "sglang_version": "9.9.9"}),
+    "garbage-version": json.dumps({"tp_size": 8, "sglang_version": "latest"}),
+    "number-version": json.dumps({"tp_size": 8, "sglang_version": 5}),
+    "sglang-rejects-dp": json.dumps({"tp_size": 8, "dp_size": 3, "enable_dp_attention": True}),
+    "sglang-rejects-ep": json.dumps({"tp_size": 8, "ep_size": 3}),
+    "sglang-rejects-nnodes": json.dumps({"tp_size": 8, "nnodes": 3}),
+    "json-number": "42",
+    "json-null": "null",
+    "json-array-of-numbers": "[1, 2]",
+    "empty": "",
+    "blank": "  \n\t\n",
+    "binary": "\x00\x01\x02\ufffd",
+    "prose": "hello world",
+    "command-bad-quote": "python -m sglang.launch_server --tp '16",
+    "command-bad-value": "python -m sglang.launch_server --tp x",
+    "server-args-bad-value": "[2026-11-29 10:00:00] server_args=ServerArgs(tp_size='abc')",
+    "nested-bad": json.dumps({"server_args": {"dp_size": "x"}}),
+}
+# Also rejected by `topology --no-validate` (they cannot be read at all).
+UNREADABLE = {name for name in BAD_CONFIGS if not name.startswith(
+    ("negative-", "zero-", "node-rank-", "sglang-rejects-"))}
+
+_NON_FINITE = pytest.mark.xfail(strict=True, reason=(
+    "config._as_int: float('inf'/'nan') then int() raises OverflowError/ValueError, "
+    "uncaught -> traceback"))
+_HUGE = pytest.mark.xfail(strict=True, reason=(
+    "no upper bound on sizes: topology builds every process of tp_size=10**12 (hangs, memory "
+    "grows) instead of exit 2"))
+KNOWN_BAD: dict[str, tuple[str, pytest.MarkDecorator]] = {
+    "infinite-size": (json.dumps({"tp_size": "inf"}), _NON_FINITE),
+    "nan-size": (json.dumps({"tp_size": "nan"}), _NON_FINITE),
+    "overflowing-size": (json.dumps({"tp_size": "1e400"}), _NON_FINITE),
+    "deeply-nested-json": ("[" * 100_000 + "]" * 100_000, pytest.mark.xfail(strict=True, reason=(
+        "config._json_values catches only JSONDecodeError; json.loads raises RecursionError"))),
+    "huge-size": (json.dumps({"tp_size": 10**12}), _HUGE),
+    "command-flag-without-value": ("python -m sglang.launch_server --tp", pytest.mark.xfail(
+        strict=True, reason="config.fields_from_command drops `--tp` with no value and exits 0 "
+        "with tp_size=1; SGLang's argparse refuses it")),
+}
+
+
+class _Timeout(Exception):
+    pass
+
+
+@pytest.fixture(autouse=True)
+def time_limit() -> Iterator[None]:
+    """No case may take more than 8 s (a hang is a failure, not a stuck suite)."""
+
+    def expire(signum: int, frame: FrameType | None) -> None:
+        raise _Timeout("took more than 8 s")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.alarm(8)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def assert_one_error(argv: list[str], code: int = 2) -> str:
+    """Run `main(argv)`; exit `code`, one `logcorr: error:` line, no traceback. The message."""
+    got, _, err = run_cli(argv)
+    assert got == code, err
+    errors = [line for line in err.splitlines() if line.startswith("logcorr: error:")]
+    assert len(errors) == 1, err
+    assert "Traceback" not in err
+    return errors[0]
+
+
+def _config(tmp_path: Path, text: str) -> str:
+    path = tmp_path / "args.json"
+    path.write_text(text, encoding="utf-8")
+    return str(path)
+
+
+class TestConfigErrors:
+    @pytest.mark.parametrize("name", sorted(BAD_CONFIGS))
+    def test_topology(self, tmp_path: Path, name: str) -> None:
+        """`topology --config BAD` names the problem in one line."""
+        assert_one_error(["topology", "--config", _config(tmp_path, BAD_CONFIGS[name])])
+
+    @pytest.mark.parametrize("name", sorted(BAD_CONFIGS))
+    def test_analyze(self, tmp_path: Path, name: str) -> None:
+        """`analyze LOGS --config BAD` fails before reading logs, in one line."""
+        config = _config(tmp_path, BAD_CONFIGS[name])
+        assert_one_error(["analyze", str(LOGS), "--config", config, "--format", "jsonl",
+                          "-o", str(tmp_path / "out.jsonl")])
+        assert not (tmp_path / "out.jsonl").exists()
+
+    @pytest.mark.parametrize("name", sorted(UNREADABLE))
+    def test_no_validate_still_needs_a_readable_config(self, tmp_path: Path, name: str) -> None:
+        """--no-validate skips SGLang's rules, not reading the file."""
+        assert_one_error(["topology", "--no-validate", "--config",
+                          _config(tmp_path, BAD_CONFIGS[name])])
+
+    @pytest.mark.parametrize("name", [pytest.param(n, marks=m) for n, (_, m) in
+                                      sorted(KNOWN_BAD.items())])
+    def test_known_bugs(self, tmp_path: Path, name: str) -> None:
+        """Configs that currently crash, hang or pass silently (see the xfail reasons)."""
+        assert_one_error(["topology", "--config", _config(tmp_path, KNOWN_BAD[name][0])])
+
+    @pytest.mark.xfail(strict=True, raises=ZeroDivisionError, reason=(
+        "topology.py: --no-validate with attn_cp_size=0 divides by zero instead of exit 2"))
+    def test_no_validate_zero_width(self, tmp_path: Path) -> None:
+        """--no-validate with a zero width is still an input error, not a crash."""
+        config = _config(tmp_path, json.dumps({"tp_size": 8, "attn_cp_size": 0}))
+        assert_one_error(["topology", "--no-validate", "--config", config])
+
+    def test_missing_and_folder_config(self, tmp_path: Path) -> None:
+        """A config path that does not exist, or is a folder."""
+        assert "does not exist" in assert_one_error(
+            ["topology", "--config", str(tmp_path / "nope.json")])
+        assert_one_error(["topology", "--config", str(tmp_path)])
+
+    @pytest.mark.parametrize("version", ["x", "0.0.1", "99.0.0"])
+    def test_bad_sglang_version_option(self, version: str) -> None:
+        """--sglang-version must be a version logcorr knows."""
+        assert_one_error(["topology", "--config", str(GOOD), "--sglang-version", version])
+
+
+Argv = Callable[[Path], list[str]]
+BAD_COMMANDS: dict[str, Argv] = {
+    "no-command": lambda t: [],
+    "unknown-command": lambda t: ["bogus"],
+    "analyze-without-path": lambda t: ["analyze"],
+    "unknown-option": lambda t: ["analyze", str(LOGS), "--bogus"],
+    "limit-not-a-number": lambda t: ["analyze", str(LOGS), "--limit", "abc"],
+    "unknown-format": lambda t: ["analyze", str(LOGS), "--format", "xml"],
+    "missing-path": lambda t: ["analyze", str(t / "nope")],
+    "missing-path-among-good": lambda t: ["analyze", str(LOGS), str(t / "nope")],
+    "output-folder-missing": lambda t: ["analyze", str(LOGS), "--format", "jsonl",
+                                        "-o", str(t / "nope" / "x.jsonl")],
+    "output-is-a-folder": lambda t: ["analyze", str(LOGS), "--format", "jsonl", "-o", str(t)],
+    "text-output-is-a-folder": lambda t: ["analyze", str(LOGS), "--format", "text", "-o", str(t)],
+    "text-output-folder-missing": lambda t: ["analyze", str(LOGS), "--format", "text",
+                                             "-o", str(t / "nope" / "x.txt")],
+    "parquet-to-stdout": lambda t: ["analyze", str(LOGS), "--format", "parquet"],
+    "report-is-a-folder": lambda t: ["analyze", str(LOGS), "--format", "jsonl",
+                                     "-o", str(t / "o.jsonl"), "--report", str(t)],
+    "report-folder-missing": lambda t: ["analyze", str(LOGS), "--report",
+                                        str(t / "nope" / "r.json")],
+    "select-garbage": lambda t: ["analyze", str(LOGS), "--select", "garbage"],
+    "select-not-a-number": lambda t: ["analyze", str(LOGS), "--select", "tp=x"],
+    "select-unknown-group": lambda t: ["analyze", str(LOGS), "--config", str(GOOD),
+                                       "--select", "group=nonsuch:2"],
+    "select-group-rank-outside": lambda t: ["analyze", str(LOGS), "--config", str(GOOD),
+                                            "--select", "group=tp:999"],
+    "since-garbage": lambda t: ["analyze", str(LOGS), "--since", "yesterday"],
+    "until-impossible-date": lambda t: ["analyze", str(LOGS), "--until", "2026-13-45"],
+    "since-with-zone": lambda t: ["analyze", str(LOGS), "--since", "2026-11-29T10:00:00+05:00"],
+    "clock-offset-garbage": lambda t: ["analyze", str(LOGS), "--clock-offset", "abc"],
+    "clock-offset-no-host": lambda t: ["analyze", str(LOGS), "--clock-offset", "=2"],
+    "clock-offset-nan": lambda t: ["analyze", str(LOGS), "--clock-offset", "h=nan"],
+    "clock-offset-inf": lambda t: ["analyze", str(LOGS), "--clock-offset", "h=inf"],
+    "clock-offset-huge": lambda t: ["analyze", str(LOGS), "--clock-offset", "h=1e300"],
+    "rank-garbage": lambda t: ["topology", "--config", str(GOOD), "--rank", "garbage"],
+    "rank-no-match": lambda t: ["topology", "--config", str(GOOD), "--rank", "tp=99"],
+    "topology-without-config": lambda t: ["topology"],
+}
+
+
+class TestCommandErrors:
+    @pytest.mark.parametrize("name", sorted(BAD_COMMANDS))
+    def test_bad_command_line(self, tmp_path: Path, name: str) -> None:
+        """Bad options, paths and outputs: exit 2 with one error line."""
+        assert_one_error(BAD_COMMANDS[name](tmp_path))
+
+    @pytest.mark.xfail(strict=True, reason=(
+        "cli._Parser.error builds the hint from prog.split()[-1], which is `logcorr` for the "
+        "top-level parser: 'see `logcorr logcorr --help`' (also for unknown options of "
+        "analyze, which the top-level parser reports)"))
+    @pytest.mark.parametrize("argv", [["bogus"], ["analyze", str(LOGS), "--bogus"]])
+    def test_usage_hint_names_a_real_command(self, argv: list[str]) -> None:
+        """The usage hint is a command that exists."""
+        assert "logcorr logcorr" not in assert_one_error(argv)
