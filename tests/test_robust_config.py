@@ -125,3 +125,13 @@ class TestBadServerArgsInLogs:
     def test_non_finite_value(self, tmp_path: Path) -> None:
         """A server_args line with tp_size='inf' does not crash the analysis."""
         _run(tmp_path, _server_args_value("'inf'"))
+
+    @pytest.mark.xfail(strict=True, raises=ValueError, reason=(
+        "api._file_nodes calls int() on the node_rank read from a server_args log line; a "
+        "damaged value (`node_rank=1x`, or an escape glued to it) raises ValueError (found by "
+        "benchmarks/fuzz.py)"))
+    def test_damaged_node_rank(self, tmp_path: Path) -> None:
+        """A server_args line with node_rank=1x: exit 0 with --config, the line kept."""
+        _run(tmp_path, lambda logs: _edit(logs, "node1.log",
+                                          lambda t: t.replace("node_rank=1", "node_rank=1x")),
+             "--config", CONFIG)
