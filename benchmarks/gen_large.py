@@ -32,10 +32,10 @@ import polars as pl
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import generate  # noqa: E402  (the small generator: line shapes and the start-up/incident)
+import generate  # the small generator: line shapes, start-up, incident
 
-from logcorr.config import load_config  # noqa: E402
-from logcorr.topology import Process, Topology, build_topology  # noqa: E402
+from logcorr.config import load_config
+from logcorr.topology import Process, Topology, build_topology
 
 BULK_START = generate.START + timedelta(seconds=61)
 # Placeholders filled per second: {ts} SGLang stamp, {ms} milliseconds, {c10} torch stamp,
@@ -73,17 +73,17 @@ def process_templates(p: Process, pid: int, host: str) -> list[str]:
 def rare_templates(p: Process, pid: int) -> list[str]:
     """Lines a process prints now and then: torch watchdog, a warning traceback, glog."""
     return [
-        f"[rank{p.world_rank}]:[{{c10}} ProcessGroupNCCL.cpp:1785] [PG ID 2 PG GUID "
-        f"3(tp:device) Rank {p.tp_rank}] NCCL watchdog heartbeat: last enqueued NCCL work: "
-        "{n}, last completed NCCL work: {n}.",
+        (f"[rank{p.world_rank}]:[{{c10}} ProcessGroupNCCL.cpp:1785] [PG ID 2 PG GUID "
+         f"3(tp:device) Rank {p.tp_rank}] NCCL watchdog heartbeat: last enqueued NCCL work: "
+         "{n}, last completed NCCL work: {n}."),
         f"[{{ts}}{p.prefix}] Exception in the overlap thread: Traceback (most recent call last):",
         '  File "/sgl/python/sglang/srt/managers/scheduler.py", line 1012, in event_loop_overlap',
         "    batch = self.get_next_batch_to_run()",
         '  File "/sgl/python/sglang/srt/managers/schedule_policy.py", line 431, in calc_priority',
         "    self.tree_cache.evict(num_tokens)",
         "RuntimeWarning: evicted {n} tokens under memory pressure",
-        f"W{{glog}} {pid} torch/distributed/c10d/socket.cpp:463] [c10d] The server socket has "
-        "timed out, will retry.",
+        (f"W{{glog}} {pid} torch/distributed/c10d/socket.cpp:463] [c10d] The server socket has "
+         "timed out, will retry."),
     ]
 
 
@@ -92,8 +92,8 @@ def main_templates() -> list[str]:
     return [
         '[{ts}] INFO:     10.42.0.190:54466 - "POST /v1/chat/completions HTTP/1.1" 200 OK',
         '[{ts}] INFO:     10.42.0.191:41210 - "POST /generate HTTP/1.1" 200 OK',
-        "[{ts}] INFO tokenizer_manager.py:1544: Finish: obj=GenerateReqInput(rid='{n}'), "
-        "out={{'meta_info': {{'completion_tokens': 128}}}}",
+        ("[{ts}] INFO tokenizer_manager.py:1544: Finish: obj=GenerateReqInput(rid='{n}'), "
+         "out={{'meta_info': {{'completion_tokens': 128}}}}"),
     ]
 
 

@@ -335,12 +335,13 @@ def _roles(frame: pl.DataFrame) -> pl.DataFrame:
     """Non-scheduler processes known by their messages or by a py-spy process title."""
     unknown = pl.col("role").is_null()
     text = pl.when(unknown).then(pl.col("text"))  # null elsewhere: searched on few rows only
-    role = pl.when(~unknown).then(pl.col("role"))
-    for stem, name in _ROLE_STEMS:
-        role = role.when(text.str.contains(stem, literal=True)).then(pl.lit(name))
-    for title, name in _ROLE_TITLES.items():
-        role = role.when(pl.col("proctitle").str.starts_with(title)).then(pl.lit(name))
-    frame = frame.with_columns(role.alias("role"))
+    tests = [(text.str.contains(stem, literal=True), name) for stem, name in _ROLE_STEMS]
+    tests += [(pl.col("proctitle").str.starts_with(title), name)
+              for title, name in _ROLE_TITLES.items()]
+    role: pl.Expr = pl.col("role")
+    for test, name in reversed(tests):  # one chain: the first test that holds wins
+        role = pl.when(test).then(pl.lit(name)).otherwise(role)
+    frame = frame.with_columns(pl.coalesce(pl.col("role"), role).alias("role"))
     titled = (frame.filter(pl.col("link_pid").is_not_null() & pl.col("proc").is_null()
                            & pl.col("role").is_not_null() & pl.col("proctitle").is_not_null())
               .select(pl.col("eff_host").fill_null("").alias("host_key"),

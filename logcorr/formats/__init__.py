@@ -19,7 +19,6 @@ import polars as pl
 
 from logcorr.formats import misc, nccl, parts, python, sglang, torch, wrappers
 from logcorr.formats._common import empty_parsed, finalize
-from logcorr.model import PARSED_SCHEMA
 
 Family = tuple[
     Callable[[pl.Expr], pl.Expr], Callable[[pl.DataFrame], tuple[pl.DataFrame, pl.DataFrame]]

@@ -1,0 +1,22 @@
+"""The benchmark script runs end to end on a tiny log set and prints its table."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_small_benchmark_prints_table(tmp_path: Path) -> None:
+    """`benchmarks/run.py --small` generates a set, times floor/logcorr (lnav if present)."""
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "run.py"), "--small", "--data", str(tmp_path)],
+        capture_output=True, text=True, timeout=300, cwd=ROOT, check=False)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert any(line.startswith("| set ") and "lines/s" in line for line in lines), done.stdout
+    assert any("logcorr parquet" in line for line in lines), done.stdout
+    assert any("floor (wc -l)" in line for line in lines), done.stdout
+    assert "failed" not in done.stderr
