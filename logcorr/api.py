@@ -8,7 +8,7 @@ server_args line in the logs) -> topology -> resolve (process per line) -> timel
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import polars as pl
@@ -21,19 +21,16 @@ from logcorr.config import (
     with_overrides,
 )
 from logcorr.diagnose import Context, Finding, diagnose, people_table
+from logcorr.errors import ConfigError
 from logcorr.formats import parse
 from logcorr.ingest import Source, discover, read_lines
 from logcorr.model import COORDINATES, TIMELINE_SCHEMA
 from logcorr.resolve import Resolution, resolve
 from logcorr.selector import Selector
 from logcorr.timeline import complete_timestamps, order_lines, ts_text
-from logcorr.topology import Topology, build_topology
+from logcorr.topology import Topology, build_topology, sizes_of
 
 Progress = Callable[[str, int, int], None]
-
-# Launch fields that must agree between the server_args lines of one deployment's nodes.
-_SHARED_FIELDS = ("tp_size", "pp_size", "dp_size", "attn_dp_size", "enable_dp_attention",
-                  "ep_size", "moe_a2a_backend", "attn_cp_size", "moe_dp_size", "nnodes")
 
 
 @dataclass
@@ -83,11 +80,11 @@ def analyze(
     lines, read_warnings = read_lines(sources)
     warnings += read_warnings
     parsed = parse(lines)
-    launch, topology_source = _launch_config(config, parsed, sources, sglang_version, validate)
-    topology = build_topology(launch, validate=validate) if launch is not None else None
-    file_nodes, node_notes = _file_nodes(parsed, sources)
+    declared, notes = _server_args_lines(parsed, sources, sglang_version)
+    topology, topology_source = _topology(config, declared, sglang_version, validate, notes)
+    file_nodes = _file_nodes(declared, topology, notes)
     resolution = resolve(parsed, topology, file_nodes=file_nodes)
-    resolution.contradictions.extend(node_notes)
+    resolution.contradictions.extend(notes)
     resolution.contradictions.extend(_node_mismatches(resolution, file_nodes))
     detail = order_lines(complete_timestamps(resolution.lines), clock_offsets)
     timeline = _contract(detail, resolution, sources, file_nodes)
@@ -99,43 +96,92 @@ def analyze(
                     contradictions, resolution.host_nodes, findings)
 
 
-def _launch_config(config: str | Path | LaunchConfig | None, parsed: pl.DataFrame,
-                   sources: list[Source], version: str | None, validate: bool
-                   ) -> tuple[LaunchConfig | None, str | None]:
-    if isinstance(config, LaunchConfig):
-        return config, config.source
-    if config is not None:
-        return load_config(config, sglang_version=version, validate=validate), \
-            f"--config {config}"
-    lines = parsed.filter(pl.col("server_args").fill_null(False))
-    if lines.height == 0:
-        return None, None
-    first = lines.row(0, named=True)
-    name = sources[first["file_id"]].display
-    values = fields_from_server_args_line(first["text"])
-    launch = config_from_fields(values, source=f"server_args line in {name}:{first['line']}",
-                                sglang_version=version)
-    return with_overrides(launch, node_rank=None), f"server_args line in {name}"
+@dataclass(frozen=True)
+class _Declared:
+    """A server_args line found in the logs, read into a launch config."""
+
+    file_id: int
+    line: int
+    where: str
+    config: LaunchConfig
 
 
-def _file_nodes(parsed: pl.DataFrame, sources: list[Source]
-                ) -> tuple[dict[int, int], list[dict[str, object]]]:
-    """file_id -> node_rank from the server_args lines in it (only when they agree)."""
-    nodes: dict[int, set[int]] = {}
-    shared: dict[tuple[object, ...], str] = {}
+def _server_args_lines(parsed: pl.DataFrame, sources: list[Source], version: str | None
+                       ) -> tuple[list[_Declared], list[dict[str, object]]]:
+    """Every readable server_args line; an unreadable one is a contradiction, not an error."""
+    declared: list[_Declared] = []
+    notes: list[dict[str, object]] = []
     rows = parsed.filter(pl.col("server_args").fill_null(False)).select("file_id", "line", "text")
     for file_id, line, text in rows.iter_rows():
-        values = fields_from_server_args_line(text)
-        if values.get("node_rank") is not None:
-            nodes.setdefault(file_id, set()).add(int(values["node_rank"]))
-        shared.setdefault(tuple(values.get(k) for k in _SHARED_FIELDS),
-                          f"{sources[file_id].display}:{line}")
-    notes: list[dict[str, object]] = []
-    if len(shared) > 1:
-        notes.append({"kind": "server-args-differ", "count": len(shared), "file_id": None,
-                      "line": None, "detail": "server_args lines disagree on the layout: "
-                      + "; ".join(sorted(shared.values())) + " (the first one is used)"})
-    return {f: next(iter(n)) for f, n in nodes.items() if len(n) == 1}, notes
+        where = f"{sources[file_id].display}:{line}"
+        try:
+            values = fields_from_server_args_line(text)
+            config = config_from_fields(values, source=f"server_args line in {where}",
+                                        sglang_version=version)
+        except ConfigError as error:
+            notes.append(_note("server-args-unreadable", f"{error}; the line is ignored",
+                               file_id, line))
+            continue
+        declared.append(_Declared(file_id, line, where, config))
+    layouts = {tuple(asdict(sizes_of(d.config)).values()): d.where for d in declared}
+    if len(layouts) > 1:
+        notes.append(_note("server-args-differ", "server_args lines disagree on the layout: "
+                           + "; ".join(sorted(layouts.values())) + " (the first one is used)"))
+    return declared, notes
+
+
+def _note(kind: str, detail: str, file_id: int | None = None, line: int | None = None
+          ) -> dict[str, object]:
+    return {"kind": kind, "count": 1, "detail": detail, "file_id": file_id, "line": line}
+
+
+def _topology(config: str | Path | LaunchConfig | None, declared: list[_Declared],
+              version: str | None, validate: bool, notes: list[dict[str, object]]
+              ) -> tuple[Topology | None, str | None]:
+    """The topology from --config (a bad one is an input error), else from the first
+    server_args line in the logs (a bad one is a contradiction; analysis goes on without)."""
+    if config is not None:
+        launch = config if isinstance(config, LaunchConfig) else load_config(
+            config, sglang_version=version, validate=validate)
+        ours = asdict(sizes_of(launch))
+        for found in declared:
+            theirs = asdict(sizes_of(found.config))
+            differs = [k for k in ours if ours[k] != theirs[k]]
+            if differs:
+                notes.append(_note("config-differs-from-logs", (
+                    f"the server_args line in {found.where} gives "
+                    + ", ".join(f"{k} {theirs[k]}" for k in differs) + " but the config gives "
+                    + ", ".join(f"{k} {ours[k]}" for k in differs)), found.file_id, found.line))
+        source = launch.source if isinstance(config, LaunchConfig) else f"--config {config}"
+        return build_topology(launch, validate=validate), source
+    if not declared:
+        return None, None
+    first = declared[0]
+    try:
+        topology = build_topology(with_overrides(first.config, node_rank=None),
+                                  validate=validate)
+    except ConfigError as error:
+        notes.append(_note("server-args-rejected", f"{error}; analysed without a topology",
+                           first.file_id, first.line))
+        return None, None
+    return topology, f"server_args line in {first.where.rsplit(':', 1)[0]}"
+
+
+def _file_nodes(declared: list[_Declared], topology: Topology | None,
+                notes: list[dict[str, object]]) -> dict[int, int]:
+    """file_id -> node_rank its server_args lines name (when they agree and the node exists)."""
+    nodes: dict[int, set[int]] = {}
+    for found in declared:
+        node = found.config.node_rank
+        if node is None:
+            continue
+        if topology is not None and not 0 <= node < topology.sizes.nnodes:
+            notes.append(_note("node-rank-outside-topology", (
+                f"the server_args line in {found.where} says node_rank {node}, outside the "
+                f"topology's {topology.sizes.nnodes} node(s)"), found.file_id, found.line))
+            continue
+        nodes.setdefault(found.file_id, set()).add(node)
+    return {f: next(iter(n)) for f, n in nodes.items() if len(n) == 1}
 
 
 def _node_mismatches(resolution: Resolution, file_nodes: dict[int, int]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import io
 import json
 import sys
 from collections.abc import Callable, Iterator, Sequence
@@ -29,6 +30,7 @@ from logcorr.output import (
     parse_clock_offsets,
     write_json,
     write_machine,
+    write_text,
 )
 from logcorr.render_check import render_comparison
 from logcorr.render_timeline import (
@@ -51,7 +53,7 @@ class _Parser(argparse.ArgumentParser):
     """argparse that reports usage errors as LogcorrError instead of exiting itself."""
 
     def error(self, message: str) -> None:  # type: ignore[override]
-        raise InputError(f"{message} (see `logcorr {self.prog.split()[-1]} --help`)")
+        raise InputError(f"{message} (see `{self.prog} --help`)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -189,14 +191,14 @@ def _print_timeline(console: Console, analysis: Analysis, frame: pl.DataFrame, f
 
 @contextlib.contextmanager
 def _text_stream(output: str | None) -> Iterator[TextIO]:
+    """stdout, or a buffer written to `output` atomically once everything is rendered (an
+    interrupted run leaves no partial file under that name)."""
     if output is None:
         yield sys.stdout
         return
-    try:
-        with open(output, "w", encoding="utf-8") as stream:
-            yield stream
-    except OSError as error:
-        raise InputError(f"cannot write {output}: {error.strerror}") from None
+    buffer = io.StringIO()
+    yield buffer
+    write_text(buffer.getvalue(), output)
 
 
 def _add_check(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]

@@ -14,6 +14,7 @@ Three spellings of the same facts are accepted:
 from __future__ import annotations
 
 import json
+import math
 import shlex
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
@@ -128,14 +129,18 @@ def config_from_fields(
 
 
 def _as_int(value: Any, name: str, source: str) -> int:
+    """A whole number from JSON, a command line or a repr; anything else is a ConfigError."""
+    problem = ConfigError(f"{source}: {name} must be a whole number, got {value!r}")
     if isinstance(value, bool) or not isinstance(value, (int, str, float)):
-        raise ConfigError(f"{source}: {name} must be a whole number, got {value!r}")
+        raise problem
+    if isinstance(value, int):
+        return value
     try:
-        number = float(value) if isinstance(value, str) else value
+        number = float(value)
     except ValueError:
-        raise ConfigError(f"{source}: {name} must be a whole number, got {value!r}") from None
-    if number != int(number):
-        raise ConfigError(f"{source}: {name} must be a whole number, got {value!r}")
+        raise problem from None
+    if not math.isfinite(number) or number != int(number):
+        raise problem
     return int(number)
 
 
@@ -182,9 +187,11 @@ def fields_from_command(tokens: list[str]) -> dict[str, Any]:
         elif name in known:
             if has_value:
                 values[name] = inline
-            elif index < len(tokens):
+            elif index < len(tokens) and not tokens[index].startswith("--"):
                 values[name] = tokens[index]
                 index += 1
+            else:
+                raise ConfigError(f"launch command: {flag} needs a value (e.g. {flag} 8)")
     return values
 
 
@@ -306,6 +313,8 @@ def config_from_text(
 def _json_values(text: str, source: str) -> dict[str, Any]:
     try:
         data = json.loads(text)
+    except RecursionError:
+        raise ConfigError(f"{source}: JSON nested too deeply to be launch args") from None
     except json.JSONDecodeError as error:
         raise ConfigError(f"{source} is not valid JSON (line {error.lineno}, column "
                           f"{error.colno}: {error.msg}); fix the file or pass a launch "

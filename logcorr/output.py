@@ -76,6 +76,11 @@ def write_json(document: object, output: str) -> None:
     _atomic(output, lambda stream: stream.write(text.encode()))
 
 
+def write_text(text: str, output: str) -> None:
+    """Write a rendered text view atomically to `output`."""
+    _atomic(output, lambda stream: stream.write(text.encode("utf-8")))
+
+
 def write_machine(frame: pl.DataFrame, fmt: str, output: str | None) -> None:
     """Write jsonl/csv/parquet to `output` (atomically: a temporary file renamed at the end,
     so an interrupted run leaves no partial file under the final name) or to stdout."""

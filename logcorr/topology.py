@@ -227,15 +227,21 @@ def _problems(config: LaunchConfig) -> Iterator[str]:
     yield from _placement_problems(config, sizes)
 
 
-def _basic_problems(config: LaunchConfig) -> Iterator[str]:
+def _size_problems(config: LaunchConfig) -> Iterator[str]:
     for name in ("tp_size", "pp_size", "dp_size", "attn_dp_size", "ep_size", "attn_cp_size",
-                 "moe_dp_size", "dcp_size", "nnodes"):
+                 "moe_dp_size", "dcp_size", "nnodes", "gpu_id_step"):
         if getattr(config, name) < 1:
             yield f"{name} must be at least 1, got {getattr(config, name)}"
     if config.base_gpu_id < 0:
         yield f"base_gpu_id must be non-negative, got {config.base_gpu_id}"
-    if config.gpu_id_step < 1:
-        yield f"gpu_id_step must be positive, got {config.gpu_id_step}"
+    total = config.tp_size * config.pp_size * max(config.dp_size, 1)
+    if total > MAX_PROCESSES:
+        yield (f"tp_size x pp_size x dp_size = {total} scheduler processes is more than "
+               f"logcorr lists ({MAX_PROCESSES}); check the sizes")
+
+
+def _basic_problems(config: LaunchConfig) -> Iterator[str]:
+    yield from _size_problems(config)
     if config.node_rank is not None and not 0 <= config.node_rank < config.nnodes:
         yield (f"node_rank {config.node_rank} is outside 0..{config.nnodes - 1} "
                f"(nnodes={config.nnodes}); fix --node-rank or --nnodes")
@@ -300,10 +306,19 @@ def _placement_problems(config: LaunchConfig, sizes: Sizes) -> Iterator[str]:
 # --------------------------------------------------------------------------- processes
 
 
+MAX_PROCESSES = 65536
+
+
 def build_topology(config: LaunchConfig, *, validate: bool = True) -> Topology:
-    """Every scheduler process and process group of the deployment `config` launches."""
+    """Every scheduler process and process group of the deployment `config` launches.
+
+    Without `validate`, layouts SGLang refuses are computed anyway, but sizes must still be
+    positive and the deployment of a size logcorr can list.
+    """
     if validate:
         check_config(config)
+    for problem in _size_problems(config):
+        raise ConfigError(f"{config.source}: {problem}")
     sizes = sizes_of(config)
     if min(sizes.attn_tp, sizes.moe_tp, sizes.world) < 1:
         raise ConfigError(f"{config.source}: the widths leave no rank for attention or MoE "

@@ -1,7 +1,7 @@
 """Bad input through `logcorr.cli.main()`: exit 2, exactly one `logcorr: error:` line, no traceback.
 
 Each case is a command line whose inputs (config files, paths) are written into a fresh folder.
-Known bugs are marked xfail(strict=True) with the failure they show.
+Inputs that once crashed are kept as cases of their own.
 """
 
 from __future__ import annotations
@@ -60,22 +60,14 @@ BAD_CONFIGS: dict[str, str] = {
 UNREADABLE = {name for name in BAD_CONFIGS if not name.startswith(
     ("negative-", "zero-", "node-rank-", "sglang-rejects-"))}
 
-_NON_FINITE = pytest.mark.xfail(strict=True, reason=(
-    "config._as_int: float('inf'/'nan') then int() raises OverflowError/ValueError, "
-    "uncaught -> traceback"))
-_HUGE = pytest.mark.xfail(strict=True, reason=(
-    "no upper bound on sizes: topology builds every process of tp_size=10**12 (hangs, memory "
-    "grows) instead of exit 2"))
-KNOWN_BAD: dict[str, tuple[str, pytest.MarkDecorator]] = {
-    "infinite-size": (json.dumps({"tp_size": "inf"}), _NON_FINITE),
-    "nan-size": (json.dumps({"tp_size": "nan"}), _NON_FINITE),
-    "overflowing-size": (json.dumps({"tp_size": "1e400"}), _NON_FINITE),
-    "deeply-nested-json": ("[" * 100_000 + "]" * 100_000, pytest.mark.xfail(strict=True, reason=(
-        "config._json_values catches only JSONDecodeError; json.loads raises RecursionError"))),
-    "huge-size": (json.dumps({"tp_size": 10**12}), _HUGE),
-    "command-flag-without-value": ("python -m sglang.launch_server --tp", pytest.mark.xfail(
-        strict=True, reason="config.fields_from_command drops `--tp` with no value and exits 0 "
-        "with tp_size=1; SGLang's argparse refuses it")),
+# Once crashed (OverflowError, RecursionError), hung (10**12 processes) or passed silently.
+KNOWN_BAD: dict[str, str] = {
+    "infinite-size": json.dumps({"tp_size": "inf"}),
+    "nan-size": json.dumps({"tp_size": "nan"}),
+    "overflowing-size": json.dumps({"tp_size": "1e400"}),
+    "deeply-nested-json": "[" * 100_000 + "]" * 100_000,
+    "huge-size": json.dumps({"tp_size": 10**12}),
+    "command-flag-without-value": "python -m sglang.launch_server --tp",
 }
 
 
@@ -135,14 +127,11 @@ class TestConfigErrors:
         assert_one_error(["topology", "--no-validate", "--config",
                           _config(tmp_path, BAD_CONFIGS[name])])
 
-    @pytest.mark.parametrize("name", [pytest.param(n, marks=m) for n, (_, m) in
-                                      sorted(KNOWN_BAD.items())])
-    def test_known_bugs(self, tmp_path: Path, name: str) -> None:
-        """Configs that currently crash, hang or pass silently (see the xfail reasons)."""
-        assert_one_error(["topology", "--config", _config(tmp_path, KNOWN_BAD[name][0])])
+    @pytest.mark.parametrize("name", sorted(KNOWN_BAD))
+    def test_once_crashing_configs(self, tmp_path: Path, name: str) -> None:
+        """Configs that once crashed, hung or passed silently (the reasons name the bug)."""
+        assert_one_error(["topology", "--config", _config(tmp_path, KNOWN_BAD[name])])
 
-    @pytest.mark.xfail(strict=True, raises=ZeroDivisionError, reason=(
-        "topology.py: --no-validate with attn_cp_size=0 divides by zero instead of exit 2"))
     def test_no_validate_zero_width(self, tmp_path: Path) -> None:
         """--no-validate with a zero width is still an input error, not a crash."""
         config = _config(tmp_path, json.dumps({"tp_size": 8, "attn_cp_size": 0}))
@@ -207,10 +196,6 @@ class TestCommandErrors:
         """Bad options, paths and outputs: exit 2 with one error line."""
         assert_one_error(BAD_COMMANDS[name](tmp_path))
 
-    @pytest.mark.xfail(strict=True, reason=(
-        "cli._Parser.error builds the hint from prog.split()[-1], which is `logcorr` for the "
-        "top-level parser: 'see `logcorr logcorr --help`' (also for unknown options of "
-        "analyze, which the top-level parser reports)"))
     @pytest.mark.parametrize("argv", [["bogus"], ["analyze", str(LOGS), "--bogus"]])
     def test_usage_hint_names_a_real_command(self, argv: list[str]) -> None:
         """The usage hint is a command that exists."""

@@ -194,7 +194,7 @@ class TestValidation:
         ({"tp_size": 6, "dp_size": 4, "enable_dp_attention": True}, "divisible by attention-DP"),
         ({"tp_size": 8, "ep_size": 16}, "at most tp_size"),
         ({"tp_size": 8, "nnodes": 3}, "divisible by nnodes"),
-        ({"tp_size": 8, "gpu_id_step": 0}, "gpu_id_step must be positive"),
+        ({"tp_size": 8, "gpu_id_step": 0}, "gpu_id_step must be at least 1"),
         ({"tp_size": 8, "base_gpu_id": -1}, "base_gpu_id must be non-negative"),
         ({"tp_size": 0}, "tp_size must be at least 1"),
         ({"tp_size": 8, "attn_dp_size": 2, "dp_size": 2}, "replicas combined"),
