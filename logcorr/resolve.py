@@ -113,7 +113,7 @@ def _title_tokens(titles: pl.Series) -> pl.DataFrame:
     """`sglang::scheduler_DP0_TP0_EP0` -> the prefix token columns."""
     frame = titles.to_frame("proctitle")
     return frame.with_columns(
-        pl.col("proctitle").str.extract(rf"(?:^|_){token}(\d+)(?:_|$)").cast(pl.Int32).alias(col)
+        pl.col("proctitle").str.extract(rf"(?:^|_){token}(\d+)(?:_|$)").cast(pl.Int32, strict=False).alias(col)
         for col, token in PREFIX_COLUMNS.items()
     )
 

@@ -175,14 +175,11 @@ class TestTotality:
         check_total(files, records, text)
 
     @_SETTINGS
-    @given(damaged_log())
-    def test_damaged_real_lines(self, data: bytes) -> None:
-        """Real lines with damage are processed (never skipped as binary), line for line.
-
-        With --config: without one, the init-hang rule crashes (test_init_hang_without_topology).
-        """
+    @given(damaged_log(), st.booleans())
+    def test_damaged_real_lines(self, data: bytes, with_config: bool) -> None:
+        """Real lines with damage are processed (never skipped as binary), line for line."""
         files = {"node0.log": data}
-        records, text = analyze_files(files, "--config", str(CONFIG))
+        records, text = analyze_files(files, *(("--config", str(CONFIG)) if with_config else ()))
         check_total(files, records, text)
         assert "node0.log" not in skipped_files(text) or len(data) < 200
 
@@ -209,11 +206,9 @@ class TestTotality:
         check_total(files, records, text)
 
 
-class TestKnownTotalityBugs:
-    @pytest.mark.xfail(strict=True, reason=(
-        "resolve._title_tokens strict-casts the TP/DP digits of a proctitle to Int32: "
-        "`Process 123: sglang::scheduler_DP0_TP99999999999999999999` raises polars "
-        "InvalidOperationError (found by benchmarks/fuzz.py)"))
+class TestOnceCrashing:
+    """Inputs the fuzzer once crashed on."""
+
     def test_proctitle_rank_past_int32(self) -> None:
         """A proctitle with an absurd rank is kept as an unattributed line."""
         files = {"a.log": b"Process 123: sglang::scheduler_DP0_TP99999999999999999999\n"}
