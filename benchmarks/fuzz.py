@@ -36,11 +36,9 @@ from logcorr.api import analyze
 DEFAULT_CONFIG = ROOT / "fixtures" / "analyze" / "tp16-dpattn8-ep-hang-per-node" / "args.json"
 
 
-# Inputs that reach known bugs (xfail tests in tests/test_robust_config.py and
-# tests/test_robustness.py); --exclude-known draws again instead of using them.
+# Inputs that reach known bugs (xfail tests in tests/test_robust_config.py); --exclude-known draws again instead of using them.
 KNOWN_BUGS = (
     re.compile(rb"server_args"),  # damaged server_args values: api._file_nodes int()
-    re.compile(rb"scheduler_\w*?\d{10,}"),  # proctitle rank past Int32: resolve._title_tokens
 )
 
 
