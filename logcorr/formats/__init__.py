@@ -18,7 +18,8 @@ from collections.abc import Callable
 import polars as pl
 
 from logcorr.formats import misc, nccl, parts, python, sglang, torch, wrappers
-from logcorr.formats._common import empty_parsed, finalize
+from logcorr.formats._common import empty_parsed
+from logcorr.model import PARSED_SCHEMA
 
 Family = tuple[
     Callable[[pl.Expr], pl.Expr], Callable[[pl.DataFrame], tuple[pl.DataFrame, pl.DataFrame]]
@@ -61,14 +62,43 @@ def parse(lines: pl.DataFrame) -> pl.DataFrame:
 
 
 def _assemble(results: list[pl.DataFrame]) -> pl.DataFrame:
-    """Put the family results back in (line, part) order: one sort of the key, one gather."""
+    """Put the family results back in (line, part) order, column by column.
+
+    One sort of the narrow key gives every row's output position. A column is built only from
+    the results that have it: gathered when most rows have it, else scattered into nulls, so
+    the many columns that only a few rows fill are never materialised per result and copied.
+    """
     results = [r for r in results if r.height]
     if not results:
         return empty_parsed()
-    frame = pl.concat([finalize(r.with_columns(part=pl.col("part").cast(pl.UInt16)))
-                       .with_columns(_key=_key(r)) for r in results])
-    frame = frame.rechunk()
-    return frame.gather(frame.get_column("_key").arg_sort()).drop("_key")
+    keys = pl.concat([_key(r) for r in results]).rechunk()
+    order = keys.arg_sort()
+    total = keys.len()
+    position = pl.int_range(total, dtype=pl.UInt32, eager=True).scatter(order, pl.int_range(
+        total, dtype=pl.UInt32, eager=True))  # output position of each concatenated row
+    offsets = [0]
+    for r in results:
+        offsets.append(offsets[-1] + r.height)
+    columns = [_assembled(name, dtype, results, offsets, order, position)
+               for name, dtype in PARSED_SCHEMA.items()]
+    return pl.DataFrame(columns)
+
+
+def _assembled(name: str, dtype: pl.DataType, results: list[pl.DataFrame], offsets: list[int],
+               order: pl.Series, position: pl.Series) -> pl.Series:
+    total = offsets[-1]
+    have = [i for i, r in enumerate(results) if name in r.columns]
+    rows = sum(results[i].height for i in have)
+    if rows * 4 >= total:  # most rows: concatenate (nulls for the others) and gather
+        pieces = [r.get_column(name).cast(dtype) if name in r.columns
+                  else pl.repeat(None, r.height, dtype=dtype, eager=True) for r in results]
+        return pl.concat(pieces).rechunk().gather(order).alias(name)
+    column = pl.repeat(None, total, dtype=dtype, eager=True).alias(name)
+    for i in have:
+        values = results[i].get_column(name).cast(dtype)
+        if values.null_count() < values.len():
+            column.scatter(position.slice(offsets[i], results[i].height), values)
+    return column
 
 
 def _key(frame: pl.DataFrame) -> pl.Series:
