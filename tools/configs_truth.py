@@ -1,7 +1,49 @@
 """Launch configurations for tools/sglang_truth.py (ServerArgs field names -> values)."""
 
 
+def _vt(v):
+    return tuple(int(x) for x in v.split(".")[:3])
+
+
+# ServerArgs fields that do not exist in every version (first version having them, from the wheels).
+FIELD_SINCE = {"attn_cp_size": (0, 5, 9), "moe_dp_size": (0, 5, 9), "dcp_size": (0, 5, 20),
+               "attn_dp_size": (0, 5, 22), "moe_a2a_backend": (0, 5, 0)}
+
+
 def CONFIGS(version):
+    if _vt(version) < (0, 5, 21):
+        return LEGACY(version)
+    return CURRENT(version)
+
+
+def LEGACY(version):
+    """Configs for older versions: only fields the version has; `moe_a2a_backend="deepep"` is spelled
+    `enable_deepep_moe=True` before it existed (0.4.x)."""
+    v = _vt(version)
+    c = CURRENT("0.5.20") + [
+        ("tp4_pp2_dp2_dpattn_deepep", dict(tp_size=4, pp_size=2, dp_size=2, enable_dp_attention=True, moe_a2a_backend="deepep")),
+        ("tp4_pp2_dp2_dpattn", dict(tp_size=4, pp_size=2, dp_size=2, enable_dp_attention=True)),
+        ("tp16_dp8_dpattn_nnodes2", dict(tp_size=16, dp_size=8, enable_dp_attention=True, nnodes=2)),
+        ("tp4_pp2_ep4", dict(tp_size=4, pp_size=2, ep_size=4)),
+        ("tp2_ep2", dict(tp_size=2, ep_size=2)),
+    ]
+    out = []
+    for name, cfg in c:
+        cfg = dict(cfg)
+        if cfg.get("moe_a2a_backend") == "deepep" and v < FIELD_SINCE["moe_a2a_backend"]:
+            del cfg["moe_a2a_backend"]; cfg["enable_deepep_moe"] = True
+        if any(f in cfg and v < since for f, since in FIELD_SINCE.items()):
+            continue
+        if v < (0, 5, 2) and cfg.get("ep_size", 1) > 1:
+            # up to 0.5.1, ep_size only takes effect with --enable-ep-moe (which sets ep_size = tp_size)
+            if cfg["ep_size"] != cfg["tp_size"]:
+                continue
+            cfg["enable_ep_moe"] = True
+        out.append((name, cfg))
+    return out
+
+
+def CURRENT(version):
     c = [
         ("tp1", dict(tp_size=1)),
         ("tp8", dict(tp_size=8)),
