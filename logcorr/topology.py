@@ -282,7 +282,8 @@ def _moe_problems(config: LaunchConfig, sizes: Sizes) -> Iterator[str]:
                    "expert parallelism is on; use --no-validate to compute the layout anyway")
         if sizes.pp > 1:
             yield "moe_dp_size > 1 is not supported together with pipeline parallelism (pp_size > 1)"
-    if sizes.attn_cp != moe_dp and moe_dp != 1:
+    if (config.sglang_version.moe_dp_needs_equal_attn_cp and sizes.attn_cp != moe_dp
+            and moe_dp != 1):
         yield (f"attn_cp_size {sizes.attn_cp} != moe_dp_size {moe_dp} is only supported when "
                "moe_dp_size == 1; set --attn-cp-size equal to --moe-dp-size")
     if ep * moe_dp > tp and moe_dp == 1:
@@ -457,7 +458,8 @@ def build_groups(config: LaunchConfig, sizes: Sizes) -> dict[str, Group]:
     if version.has_attn_cp_and_moe_dp:
         _add(groups, "attn_cp", sizes.attn_cp == sizes.tp and "tp",
              _strided(tp_blocks, sizes.attn_tp * sizes.attn_cp, sizes.attn_tp))
-    _add(groups, "attention_tp", sizes.attn_tp == sizes.tp and "tp",
+    own_attention_tp = not version.attention_tp_in_parallel_state
+    _add(groups, "attention_tp", sizes.attn_tp == sizes.tp and not own_attention_tp and "tp",
          _slices(tp_blocks, sizes.attn_tp))
     if version.has_attn_cp_and_moe_dp:
         if version.moe_dp_aliases_attn_cp and sizes.attn_cp > sizes.moe_dp:
@@ -466,10 +468,13 @@ def build_groups(config: LaunchConfig, sizes: Sizes) -> dict[str, Group]:
             moe_dp_alias = sizes.moe_dp == sizes.tp and "tp"
         _add(groups, "moe_dp", moe_dp_alias,
              _strided(tp_blocks, sizes.tp, sizes.moe_tp * sizes.moe_ep))
-    npu_own_ep = config.is_npu and version.npu_standalone_moe_ep
-    _add(groups, "moe_ep", sizes.moe_ep == sizes.tp and not npu_own_ep and "tp",
-         _strided(tp_blocks, sizes.moe_ep * sizes.moe_tp, sizes.moe_tp))
-    _add(groups, "moe_tp", sizes.moe_tp == sizes.tp and "tp", _slices(tp_blocks, sizes.moe_tp))
+    if version.has_moe_groups:
+        alias = version.moe_groups_alias_tp
+        npu_own_ep = config.is_npu and version.npu_standalone_moe_ep
+        _add(groups, "moe_ep", alias and sizes.moe_ep == sizes.tp and not npu_own_ep and "tp",
+             _strided(tp_blocks, sizes.moe_ep * sizes.moe_tp, sizes.moe_tp))
+        _add(groups, "moe_tp", alias and sizes.moe_tp == sizes.tp and "tp",
+             _slices(tp_blocks, sizes.moe_tp))
     groups["pp"] = Group("pp", tuple(tuple(range(i, sizes.world, sizes.tp))
                                      for i in range(sizes.tp)), None)
     return groups

@@ -59,8 +59,30 @@ class SglangVersion:
 
     @property
     def moe_dp_aliases_attn_cp(self) -> bool:
-        """From 0.5.15 the moe_dp group is the attn_cp group when attn_cp > moe_dp."""
-        return self.at_least(0, 5, 15)
+        """From 0.5.11 the moe_dp group is the attn_cp group when attn_cp > moe_dp (the
+        design doc said 0.5.15; SGLang's parallel_state has the branch from 0.5.11)."""
+        return self.at_least(0, 5, 11)
+
+    @property
+    def moe_dp_needs_equal_attn_cp(self) -> bool:
+        """From 0.5.11 SGLang refuses attn_cp_size != moe_dp_size unless moe_dp_size == 1."""
+        return self.at_least(0, 5, 11)
+
+    @property
+    def has_moe_groups(self) -> bool:
+        """moe_ep / moe_tp groups exist from 0.4.10."""
+        return self.at_least(0, 4, 10)
+
+    @property
+    def moe_groups_alias_tp(self) -> bool:
+        """From 0.5.2 moe_ep (ep == tp) and moe_tp (moe_tp == tp) reuse the tp group."""
+        return self.at_least(0, 5, 2)
+
+    @property
+    def attention_tp_in_parallel_state(self) -> bool:
+        """From 0.5.9 attention_tp is built with the other groups and is the tp group when
+        attn_tp == tp; before, dp_attention always built a group of its own."""
+        return self.at_least(0, 5, 9)
 
     @property
     def moe_dp_rank_from_attn_cp(self) -> bool:

@@ -303,3 +303,28 @@ class TestSelect:
         t = topo(tp_size=2, dp_size=2)
         assert len(t.select({"TP": 1})) == 2
         assert t.select({"DP": 0, "TP": 5}) == []
+
+
+class TestVersionRules:
+    """Rules whose first release was found by running SGLang's code (tools/README-sglang-truth.md)."""
+
+    def test_moe_dp_without_attn_cp_accepted_before_0_5_11(self) -> None:
+        t = topo(tp_size=8, moe_dp_size=2, ep_size=4, version="0.5.9")
+        assert t.groups["moe_dp"].members == ((0, 4), (1, 5), (2, 6), (3, 7))
+        with pytest.raises(ConfigError, match="only supported when moe_dp_size == 1"):
+            topo(tp_size=8, moe_dp_size=2, ep_size=4, version="0.5.11")
+
+    def test_moe_dp_aliases_attn_cp_from_0_5_11(self) -> None:
+        assert topo(tp_size=8, attn_cp_size=4, version="0.5.11").groups["moe_dp"].alias_of \
+            == "attn_cp"
+        assert topo(tp_size=8, attn_cp_size=4, version="0.5.10").groups["moe_dp"].alias_of \
+            is None
+
+    def test_no_moe_groups_before_0_4_10(self) -> None:
+        assert "moe_ep" not in topo(tp_size=4, version="0.4.9").groups
+        assert topo(tp_size=4, ep_size=4, version="0.4.10").groups["moe_ep"].alias_of is None
+        assert topo(tp_size=4, ep_size=4, version="0.5.2").groups["moe_ep"].alias_of == "tp"
+
+    def test_attention_tp_own_group_before_0_5_9(self) -> None:
+        assert topo(tp_size=4, version="0.5.8").groups["attention_tp"].alias_of is None
+        assert topo(tp_size=4, version="0.5.9").groups["attention_tp"].alias_of == "tp"
