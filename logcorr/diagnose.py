@@ -27,6 +27,7 @@ from datetime import datetime
 from typing import Any
 
 import polars as pl
+import regex
 
 from logcorr.model import COORDINATES
 from logcorr.topology import Topology
@@ -51,6 +52,9 @@ PHASES = (
     ("CUDA graph capture", ("Capture cuda graph begin", "CUDA graph begin"),
      ("Capture cuda graph end", "CUDA graph end")),
 )
+ALL_STEMS = tuple(sorted({*CRASH_STEMS, *CASCADE_STEMS, *TIMEOUT_STEMS, *SGLANG_WATCHDOG_STEMS,
+                          "Pyspy dump", "NCCL WARN",
+                          *(stem for _, begins, ends in PHASES for stem in begins + ends)}))
 STALL_SECONDS = 120.0
 SKEW_SECONDS = 2.0
 
@@ -81,12 +85,28 @@ class Finding:
 
 @dataclass
 class Context:
-    """What the rules read: the rows with their process, and who each process is."""
+    """What the rules read: the rows with their process, and who each process is.
+
+    `events` holds the few rows any rule looks at (a message stem, an NCCL communicator line
+    or a torch rank), found with one pass over the text; `last` is each process's last line.
+    """
 
     rows: pl.DataFrame  # detail rows in timeline order (proc, ts_full, text, parsed fields)
     topology: Topology | None
     files: dict[int, str]
     people: dict[int, dict[str, Any]]  # proc -> full coordinates + host + pid
+    events: pl.DataFrame = field(default_factory=pl.DataFrame)
+    last: pl.DataFrame = field(default_factory=pl.DataFrame)
+
+    def __post_init__(self) -> None:
+        stems = "|".join(regex.escape(s) for s in ALL_STEMS)
+        self.events = self.rows.filter(
+            pl.col("text").str.contains(stems) | pl.col("comm_id").is_not_null()
+            | pl.col("torch_rank").is_not_null())
+        self.last = (self.rows.filter(pl.col("proc").is_not_null()
+                                      & pl.col("ts_full").is_not_null())
+                     .group_by("proc").agg(pl.col("ts_full").max(), pl.col("file_id").last(),
+                                           pl.col("line").last()))
 
     def who(self, procs: Iterable[int]) -> list[dict[str, Any]]:
         return [self.people[p] for p in sorted(set(procs)) if p in self.people]
@@ -105,18 +125,16 @@ def _iso(value: datetime | None) -> str | None:
 
 
 def people_table(timeline: pl.DataFrame, detail: pl.DataFrame) -> dict[int, dict[str, Any]]:
-    """proc -> its coordinates with the host and PID most of its lines show."""
+    """proc -> its coordinates with the host and PID most of its lines show (one aggregation)."""
     joined = pl.concat([detail.select("proc"), timeline.select("host", "pid", *COORDINATES)],
                        how="horizontal").filter(pl.col("proc").is_not_null())
-    people: dict[int, dict[str, Any]] = {}
-    for proc, group in joined.group_by("proc"):
-        first = group.row(0, named=True)
-        entry = {name: first[name] for name in COORDINATES}
-        for name in ("host", "pid"):
-            values = group[name].drop_nulls()
-            entry[name] = values.mode().sort()[0] if values.len() else None
-        people[int(proc[0])] = entry
-    return people
+
+    def most_common(name: str) -> pl.Expr:
+        values = pl.col(name).drop_nulls()
+        return values.mode().sort().first().alias(name)
+    table = joined.group_by("proc").agg(*(pl.col(c).first() for c in COORDINATES),
+                                        most_common("host"), most_common("pid"))
+    return {int(row.pop("proc")): row for row in table.iter_rows(named=True)}
 
 
 def diagnose(ctx: Context, contradictions: list[dict[str, object]]) -> list[Finding]:
@@ -143,7 +161,7 @@ def diagnose(ctx: Context, contradictions: list[dict[str, object]]) -> list[Find
 def crash_findings(ctx: Context) -> list[Finding]:
     """The first fatal event of each process; the earliest overall is the root, later crashes
     and the SIGQUIT cascade hang off it."""
-    rows = ctx.rows
+    rows = ctx.events
     crash = rows.filter(_contains_any(CRASH_STEMS) & pl.col("proc").is_not_null()
                         & ~pl.col("text").str.contains("NCCL WARN", literal=True))
     if crash.height == 0:
@@ -152,7 +170,7 @@ def crash_findings(ctx: Context) -> list[Finding]:
     root = firsts.row(0, named=True)
     cascade = rows.filter(_contains_any(CASCADE_STEMS) & (pl.col("order") > root["order"]))
     later = firsts.slice(1)
-    detail = _exception_text(rows, root)
+    detail = _exception_text(ctx.rows, root)
     proc_text = _short(ctx.people.get(root["proc"], {}))
     summary = f"{proc_text} failed first: {detail}"
     if later.height:
@@ -160,7 +178,7 @@ def crash_findings(ctx: Context) -> list[Finding]:
     if cascade.height:
         summary += "; the SIGQUIT/kill cascade that followed is attached"
     evidence = ctx.cite(pl.concat([firsts.head(1).select("file_id", "line"),
-                                   _record_tail(rows, root).select("file_id", "line"),
+                                   _record_tail(ctx.rows, root).select("file_id", "line"),
                                    later.select("file_id", "line"),
                                    cascade.select("file_id", "line")]), limit=12)
     return [Finding("crash", "error", summary, ctx.who([root["proc"]]),
@@ -246,7 +264,7 @@ def hang_findings(ctx: Context, crashed: set[int]) -> list[Finding]:
     """One finding per group instance whose members' watchdogs fired."""
     if ctx.topology is None:
         return []
-    timeouts = ctx.rows.filter(_contains_any(TIMEOUT_STEMS) & pl.col("proc").is_not_null())
+    timeouts = ctx.events.filter(_contains_any(TIMEOUT_STEMS) & pl.col("proc").is_not_null())
     instances: dict[tuple[int, str, tuple[int, ...]], list[dict[str, Any]]] = {}
     for row in timeouts.iter_rows(named=True):
         person = ctx.people.get(row["proc"])
@@ -267,7 +285,7 @@ def _replica_blind_hangs(ctx: Context, topology: Topology) -> list[Finding]:
     culprit, and its replica is the hung one."""
     if topology.sizes.replicas == 1:
         return []
-    blind = ctx.rows.filter(_contains_any(TIMEOUT_STEMS) & pl.col("proc").is_null()
+    blind = ctx.events.filter(_contains_any(TIMEOUT_STEMS) & pl.col("proc").is_null()
                             & pl.col("torch_rank").is_between(0, topology.sizes.world - 1))
     instances: dict[tuple[str, tuple[int, ...]], list[dict[str, Any]]] = {}
     for row in blind.iter_rows(named=True):
@@ -276,7 +294,7 @@ def _replica_blind_hangs(ctx: Context, topology: Topology) -> list[Finding]:
                             {"tp_rank": world % topology.sizes.tp, "world_rank": world})
         if group in topology.groups:
             instances.setdefault((group, topology.group_instance(group, world)), []).append(row)
-    stuck = ctx.rows.filter(pl.col("proc").is_not_null()
+    stuck = ctx.events.filter(pl.col("proc").is_not_null()
                             & _contains_any(SGLANG_WATCHDOG_STEMS + ("Pyspy dump",)))
     findings = []
     for (group, members), rows in sorted(instances.items()):
@@ -337,7 +355,7 @@ def _hang(ctx: Context, topology: Topology, replica: int, group: str, members: t
                    "these logs")
     evidence_rows = pl.DataFrame([{"file_id": r["file_id"], "line": r["line"]} for r in rows],
                                  schema={"file_id": pl.UInt32, "line": pl.UInt32})
-    culprit_lines = ctx.rows.filter(pl.col("proc").is_in(sorted(culprits))
+    culprit_lines = ctx.events.filter(pl.col("proc").is_in(sorted(culprits))
                                     & _contains_any(SGLANG_WATCHDOG_STEMS + ("Pyspy dump",)))
     evidence = ctx.cite(pl.concat([culprit_lines.select("file_id", "line"), evidence_rows]), 12)
     return Finding("collective-hang", "error", summary, ctx.who(culprits), group=group,
@@ -349,9 +367,8 @@ def _hang(ctx: Context, topology: Topology, replica: int, group: str, members: t
 def _progress(ctx: Context, procs: dict[int, int], rows: list[dict[str, Any]]
               ) -> list[dict[str, Any]]:
     """Per member: timed out?, its SeqNum, last enqueued/completed, last line time."""
-    last_line = (ctx.rows.filter(pl.col("proc").is_in(list(procs)))
-                 .group_by("proc").agg(pl.col("ts_full").max()))
-    last_seen = {int(p): t for p, t in last_line.iter_rows()}
+    last_line = ctx.last.filter(pl.col("proc").is_in(list(procs)))
+    last_seen = {int(p): t for p, t in last_line.select("proc", "ts_full").iter_rows()}
     table = []
     for proc, world in sorted(procs.items(), key=lambda kv: kv[1]):
         mine = [r for r in rows if r["proc"] == proc]
@@ -373,7 +390,7 @@ def _progress(ctx: Context, procs: dict[int, int], rows: list[dict[str, Any]]
 def init_findings(ctx: Context) -> list[Finding]:
     """Processes stuck in a startup phase while others got further."""
     findings = _nccl_init_findings(ctx)
-    rows = ctx.rows.filter(pl.col("proc").is_not_null())
+    rows = ctx.events.filter(pl.col("proc").is_not_null())
     if rows.height == 0:
         return findings
     reached: dict[int, int] = {}
@@ -410,7 +427,8 @@ def init_findings(ctx: Context) -> list[Finding]:
 
 def _nccl_init_findings(ctx: Context) -> list[Finding]:
     """A communicator (commId) whose `Init START` some members logged without COMPLETE."""
-    nccl = ctx.rows.filter(pl.col("comm_id").is_not_null() & pl.col("nccl_phase").is_not_null())
+    nccl = ctx.events.filter(pl.col("comm_id").is_not_null()
+                             & pl.col("nccl_phase").is_not_null())
     findings = []
     for (comm_id,), group in nccl.group_by("comm_id"):
         started = group.filter(pl.col("nccl_phase") == "Init START")
@@ -461,13 +479,11 @@ def stalled_findings(ctx: Context, earlier: list[Finding]) -> list[Finding]:
     if ctx.topology is None:
         return []
     explained = {(p["replica"], p["world_rank"]) for f in earlier for p in f.processes + f.waiting}
-    blind = ctx.rows.filter(pl.col("proc").is_null() & pl.col("torch_rank").is_not_null())
+    blind = ctx.events.filter(pl.col("proc").is_null() & pl.col("torch_rank").is_not_null())
     explained |= {(r, w) for w in blind["torch_rank"].unique().to_list()
                   for r in range(ctx.topology.sizes.replicas)}
-    last = (ctx.rows.filter(pl.col("proc").is_not_null() & pl.col("ts_full").is_not_null())
-            .group_by("proc").agg(pl.col("ts_full").max(), pl.col("file_id").last(),
-                                  pl.col("line").last()))
-    last_of = {int(p): (t, f, n) for p, t, f, n in last.iter_rows()}
+    last_of = {int(p): (t, f, n) for p, t, f, n in
+               ctx.last.select("proc", "ts_full", "file_id", "line").iter_rows()}
     findings = []
     for proc, (ts, file_id, line) in sorted(last_of.items()):
         person = ctx.people[proc]
@@ -490,7 +506,7 @@ def stalled_findings(ctx: Context, earlier: list[Finding]) -> list[Finding]:
 
 def clock_findings(ctx: Context) -> list[Finding]:
     """Hosts whose watchdogs fire on the same SeqNum at different times: their clocks differ."""
-    timeouts = ctx.rows.filter(_contains_any(TIMEOUT_STEMS[:1]) & pl.col("seq").is_not_null()
+    timeouts = ctx.events.filter(_contains_any(TIMEOUT_STEMS[:1]) & pl.col("seq").is_not_null()
                                & pl.col("eff_host").is_not_null()
                                & pl.col("ts_full").is_not_null())
     per_host: dict[str, list[float]] = {}
