@@ -31,6 +31,14 @@ from logcorr.timeline import complete_timestamps, order_lines, ts_text
 from logcorr.topology import Topology, build_topology, sizes_of
 
 Progress = Callable[[str, int, int], None]
+STAGES = ("reading", "parsing", "attributing", "aligning", "diagnosing", "done")
+
+
+def _stepper(progress: Progress | None) -> Callable[[str], None]:
+    def step(stage: str) -> None:
+        if progress is not None:
+            progress(stage, STAGES.index(stage), len(STAGES) - 1)
+    return step
 
 
 @dataclass
@@ -74,24 +82,35 @@ def analyze(
     sglang_version: str | None = None,
     clock_offsets: dict[str, float] | None = None,
     validate: bool = True,
+    progress: Progress | None = None,
 ) -> Analysis:
-    """Parse, attribute and align every line under `paths`."""
+    """Parse, attribute and align every line under `paths`.
+
+    `progress(stage, done, total)` is called as each of the STAGES starts.
+    """
+    step = _stepper(progress)
+    step("reading")
     sources, warnings = discover(paths)
     lines, read_warnings = read_lines(sources)
     warnings += read_warnings
+    step("parsing")
     parsed = parse(lines)
     declared, notes = _server_args_lines(parsed, sources, sglang_version)
     topology, topology_source = _topology(config, declared, sglang_version, validate, notes)
     file_nodes = _file_nodes(declared, topology, notes)
+    step("attributing")
     resolution = resolve(parsed, topology, file_nodes=file_nodes)
     resolution.contradictions.extend(notes)
     resolution.contradictions.extend(_node_mismatches(resolution, file_nodes))
+    step("aligning")
     detail = order_lines(complete_timestamps(resolution.lines), clock_offsets)
     timeline = _contract(detail, resolution, sources, file_nodes)
     contradictions = [_name_file(c, sources) for c in resolution.contradictions]
+    step("diagnosing")
     context = Context(detail, topology, {s.file_id: s.display for s in sources},
                       people_table(timeline, detail))
     findings = diagnose(context, contradictions)
+    step("done")
     return Analysis(timeline, detail, topology, topology_source, sources, warnings,
                     contradictions, resolution.host_nodes, findings)
 

@@ -16,10 +16,11 @@ from typing import TextIO
 
 import polars as pl
 from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.text import Text
 
 from logcorr import __version__
-from logcorr.api import Analysis, analyze, select_rows
+from logcorr.api import STAGES, Analysis, analyze, select_rows
 from logcorr.config import LaunchConfig, load_config
 from logcorr.errors import ConfigError, InputError, LogcorrError
 from logcorr.fixtures import Comparison, compare, new_fixture, open_fixture, write_expected
@@ -155,8 +156,10 @@ def _run_analyze(args: argparse.Namespace) -> int:
     selector = parse_selector(args.select) if args.select else None
     offsets = parse_clock_offsets(args.clock_offset)
     fmt = args.format or ("rich" if sys.stdout.isatty() else "text")
-    analysis = analyze(args.paths, config=args.config, sglang_version=args.sglang_version,
-                       clock_offsets=offsets, validate=not args.no_validate)
+    with _progress_bar() as progress:
+        analysis = analyze(args.paths, config=args.config, sglang_version=args.sglang_version,
+                           clock_offsets=offsets, validate=not args.no_validate,
+                           progress=progress)
     frame = select_rows(analysis, selector) if selector else analysis.timeline
     frame = filter_time(frame, args.since, args.until)
     if args.report:
@@ -173,6 +176,22 @@ def _run_analyze(args: argparse.Namespace) -> int:
             _print_timeline(console, analysis, frame, fmt, args.limit)
     failed = any(f.severity == "error" for f in analysis.findings)
     return 1 if args.exit_code and failed else 0
+
+
+@contextlib.contextmanager
+def _progress_bar() -> Iterator[Callable[[str, int, int], None] | None]:
+    """A stage progress bar on stderr, only when stderr is a terminal (never in output)."""
+    if not sys.stderr.isatty():
+        yield None
+        return
+    with Progress(TextColumn("logcorr: {task.description}"), BarColumn(), TimeElapsedColumn(),
+                  console=Console(stderr=True), transient=True) as bar:
+        task = bar.add_task("reading", total=len(STAGES) - 1)
+
+        def update(stage: str, done: int, total: int) -> None:
+            bar.update(task, description=stage, completed=done, total=total)
+
+        yield update
 
 
 def _print_timeline(console: Console, analysis: Analysis, frame: pl.DataFrame, fmt: str,

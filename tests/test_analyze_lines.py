@@ -298,3 +298,13 @@ class TestRolesAndRecords:
         assert [row(analysis.timeline, "node0.log", n)["world_rank"] for n in range(1, 7)] == [
             1, 2, None, None, 3, 3]
         assert analysis.unattributed_reasons().get("interleaved records") == 2
+
+
+def test_progress_reports_every_stage_in_order(tmp_path: Path) -> None:
+    logs = tmp_path / "logs"
+    write(logs, "a.log", ["[2026-11-29 10:00:00 TP1] hello"])
+    seen: list[tuple[str, int, int]] = []
+    analyze([logs], progress=lambda stage, done, total: seen.append((stage, done, total)))
+    assert [s for s, _, _ in seen] == ["reading", "parsing", "attributing", "aligning",
+                                       "diagnosing", "done"]
+    assert [d for _, d, _ in seen] == list(range(6)) and {t for _, _, t in seen} == {5}
