@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
+import secrets
 import sys
-import tempfile
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
@@ -94,34 +95,37 @@ def write_machine(frame: pl.DataFrame, fmt: str, output: str | None) -> None:
 
 
 def _atomic(output: str, write: Callable[[IO[bytes]], object]) -> None:
-    """Write through a temporary file renamed into place at the end."""
+    """Write through a temporary file renamed into place at the end.
+
+    The temporary name is chosen before the file is created, so a Ctrl-C at any point
+    (even right after creation) finds it in `finally` and removes it. Mode 0o666 lets the
+    umask decide the permissions, as for any new file.
+    """
     target = Path(output)
     folder = target.parent if str(target.parent) else Path(".")
     if not folder.is_dir():
         raise InputError(f"cannot write {output}: folder {folder} does not exist")
     if target.is_dir():
         raise InputError(f"cannot write {output}: it is a folder; give a file name")
+    temp = str(folder / f".{target.name}.{secrets.token_hex(6)}.partial")
     try:
-        handle, temp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".partial",
-                                        dir=folder)
-    except OSError as error:
-        raise InputError(f"cannot write {output}: {error.strerror}") from None
-    try:
+        handle = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
         with os.fdopen(handle, "wb") as stream:
             write(stream)
-        os.chmod(temp, 0o666 & ~_umask())  # mkstemp makes 0600; a new file follows the umask
         os.replace(temp, target)
     except OSError as error:
         raise InputError(f"cannot write {output}: {error.strerror}") from None
     finally:
-        if os.path.exists(temp):
-            os.unlink(temp)
+        try:
+            _discard(temp)
+        except KeyboardInterrupt:  # one Ctrl-C during polars work can raise twice
+            _discard(temp)
+            raise
 
 
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
+def _discard(temp: str) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(temp)
 
 
 def _write(frame: pl.DataFrame, fmt: str, stream: IO[bytes]) -> None:
