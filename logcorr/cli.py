@@ -10,6 +10,7 @@ import argparse
 import contextlib
 import io
 import json
+import signal
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from typing import TextIO
@@ -299,10 +300,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stderr.write(f"logcorr: error: {error}\n")
         return 2
     except KeyboardInterrupt:
-        sys.stderr.write("logcorr: interrupted\n")
+        _say_interrupted()
         return 130
     except BrokenPipeError:
         return 0
+
+
+def _say_interrupted() -> None:
+    """Report Ctrl-C; a second Ctrl-C while reporting must not add a traceback."""
+    try:
+        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    except ValueError:  # not the main thread: signals cannot be changed here
+        previous = None
+    try:
+        sys.stderr.write("logcorr: interrupted\n")
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)
 
 
 def main_entry() -> None:

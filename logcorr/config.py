@@ -123,7 +123,7 @@ def config_from_fields(
     for name in _FLOAT_FIELDS:
         if values.get(name) is not None:
             kwargs[name] = _as_float(values[name], name, source)
-    version_text = sglang_version or values.get("sglang_version")
+    version_text = sglang_version if sglang_version is not None else values.get("sglang_version")
     version = parse_version(str(version_text)) if version_text is not None else DEFAULT_VERSION
     return LaunchConfig(**kwargs, sglang_version=version, source=source)
 

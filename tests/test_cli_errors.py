@@ -200,3 +200,9 @@ class TestCommandErrors:
     def test_usage_hint_names_a_real_command(self, argv: list[str]) -> None:
         """The usage hint is a command that exists."""
         assert "logcorr logcorr" not in assert_one_error(argv)
+
+
+def test_empty_sglang_version_is_refused() -> None:
+    """`--sglang-version ""` is not silently the default version."""
+    assert "unknown SGLang version" in assert_one_error(
+        ["topology", "--config", str(GOOD), "--sglang-version", ""])
