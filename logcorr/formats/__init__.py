@@ -44,72 +44,116 @@ def parse(lines: pl.DataFrame) -> pl.DataFrame:
     """Physical lines (LINES_SCHEMA) -> record parts with their fields (PARSED_SCHEMA)."""
     if lines.height == 0:
         return empty_parsed()
-    df = lines.select("file_id", "line", "text").with_row_index("_row")
+    df = lines.select("file_id", "line", "text").rechunk()
+    routes = _routes(df)
+    fast: list[tuple[pl.Series, pl.DataFrame]] = []  # (row indices, fields of those rows)
+    for mask, fields in ((routes.get_column("_sgl"), _sglang_fast),
+                         (routes.get_column("_nccl"), _nccl_fast)):
+        rows = mask.arg_true()
+        if rows.len():
+            fast.append((rows, fields(df.get_column("text").filter(mask),
+                                      routes.get_column("_cut").filter(mask))))
+    taken = pl.repeat(False, df.height, eager=True)
+    for rows, fields in fast:
+        taken = taken.scatter(rows.filter(fields.get_column("_ok")), True)
+    rest = df.with_row_index("_row").filter(~taken)
+    return _assemble(df, fast, _parse_rest(rest))
+
+
+def _sglang_fast(text: pl.Series, cut: pl.Series) -> pl.DataFrame:
+    return sglang.fast_rows(text).with_columns(
+        source=pl.when(pl.col("_ok")).then(pl.lit("sglang")))
+
+
+def _nccl_fast(text: pl.Series, cut: pl.Series) -> pl.DataFrame:
+    return nccl.fast_rows(text, cut).with_columns(
+        source=pl.when(pl.col("_ok")).then(pl.lit("nccl")))
+
+
+def _routes(df: pl.DataFrame) -> pl.DataFrame:
+    """`_sgl`: lines starting `[20` with no second header; `_nccl`: lines with one ` NCCL `
+    (at `_cut`), no SGLang stamp and no leading `[`. One pass counts both kinds of header."""
     text = pl.col("text")
-    has_nccl = text.str.contains(" NCCL ", literal=True)
-    one_nccl = pl.when(has_nccl).then(text).str.count_matches(" NCCL ", literal=True) == 1
-    second_sgl = text.str.slice(1).str.contains("[20", literal=True)
-    route = (pl.when(text.str.starts_with("[20") & ~second_sgl & ~has_nccl).then(pl.lit(1))
-             .when(one_nccl & ~second_sgl & ~text.str.starts_with("[")).then(pl.lit(2))
-             .otherwise(pl.lit(0)).cast(pl.UInt8))
-    df = df.with_columns(_route=route)
-    body = {"part": pl.lit(0, pl.UInt16), "body": text, "pbody": text}
-    sgl, sgl_bad = sglang.parse_fast(df.filter(pl.col("_route") == 1).with_columns(**body))
-    nccl_parsed, nccl_bad = nccl.parse_plain(df.filter(pl.col("_route") == 2))
-    rest = pl.concat([df.filter(pl.col("_route") == 0), sgl_bad.select(df.columns),
-                      nccl_bad.select(df.columns)]).drop("_route")
-    return _assemble([sgl, nccl_parsed, *_parse_rest(rest)])
+    routes = df.select(
+        _one=text.str.count_matches(r"\[20| NCCL ") == 1,
+        _open=text.str.starts_with("["),
+        _sgl=text.str.starts_with("[20"),
+    )
+    cut = pl.when(routes.get_column("_one") & ~routes.get_column("_open")).then(text).str.find(
+        " NCCL ", literal=True)
+    return routes.select(
+        _sgl=pl.col("_sgl") & pl.col("_one"),
+        _cut=df.select(cut).to_series(),
+    ).with_columns(_nccl=pl.col("_cut").is_not_null())
 
 
-def _assemble(results: list[pl.DataFrame]) -> pl.DataFrame:
-    """Put the family results back in (line, part) order, column by column.
-
-    One sort of the narrow key gives every row's output position. A column is built only from
-    the results that have it: gathered when most rows have it, else scattered into nulls, so
-    the many columns that only a few rows fill are never materialised per result and copied.
-    """
-    results = [r for r in results if r.height]
-    if not results:
-        return empty_parsed()
-    keys = pl.concat([_key(r) for r in results]).rechunk()
-    order = keys.arg_sort()
-    total = keys.len()
-    position = pl.int_range(total, dtype=pl.UInt32, eager=True).scatter(order, pl.int_range(
-        total, dtype=pl.UInt32, eager=True))  # output position of each concatenated row
-    offsets = [0]
-    for r in results:
-        offsets.append(offsets[-1] + r.height)
-    columns = [_assembled(name, dtype, results, offsets, order, position)
-               for name, dtype in PARSED_SCHEMA.items()]
+def _assemble(df: pl.DataFrame, fast: list[tuple[pl.Series, pl.DataFrame]],
+              rest: pl.DataFrame | None) -> pl.DataFrame:
+    """The lines in (line, part) order, column by column: a fast-path column is spread over
+    the physical rows (null elsewhere), then the rows of the rest (which may hold several
+    parts per physical line) are written over their places."""
+    places = _places(df.height, rest)
+    columns = []
+    for name, dtype in PARSED_SCHEMA.items():
+        if name in df.columns:
+            column = df.get_column(name)
+        elif name == "part":
+            column = pl.repeat(0, df.height, dtype=dtype, eager=True)
+        else:
+            column = _spread(name, dtype, df.height, fast)
+        column = column.cast(dtype).alias(name)
+        if places is not None:
+            column = _overwrite(column, places, rest)  # type: ignore[arg-type]
+        columns.append(column)
     return pl.DataFrame(columns)
 
 
-def _assembled(name: str, dtype: pl.DataType, results: list[pl.DataFrame], offsets: list[int],
-               order: pl.Series, position: pl.Series) -> pl.Series:
-    total = offsets[-1]
-    have = [i for i, r in enumerate(results) if name in r.columns]
-    rows = sum(results[i].height for i in have)
-    if rows * 4 >= total:  # most rows: concatenate (nulls for the others) and gather
-        pieces = [r.get_column(name).cast(dtype) if name in r.columns
-                  else pl.repeat(None, r.height, dtype=dtype, eager=True) for r in results]
-        return pl.concat(pieces).rechunk().gather(order).alias(name)
-    column = pl.repeat(None, total, dtype=dtype, eager=True).alias(name)
-    for i in have:
-        values = results[i].get_column(name).cast(dtype)
-        if values.null_count() < values.len():
-            column.scatter(position.slice(offsets[i], results[i].height), values)
+def _spread(name: str, dtype: pl.DataType, height: int,
+            fast: list[tuple[pl.Series, pl.DataFrame]]) -> pl.Series:
+    column = pl.repeat(None, height, dtype=dtype, eager=True)
+    for rows, fields in fast:
+        if name in fields.columns:
+            values = fields.get_column(name).cast(dtype)
+            if values.null_count() < values.len():
+                column = column.scatter(rows, values)
     return column
 
 
-def _key(frame: pl.DataFrame) -> pl.Series:
-    return (frame.get_column("_row").cast(pl.UInt64) * 65536
-            + frame.get_column("part").cast(pl.UInt64)).alias("_key")
+def _places(height: int, rest: pl.DataFrame | None) -> tuple[pl.Series | None, pl.Series] | None:
+    """Where the rest's rows go: (the physical row of each output row when some line was
+    split into parts, else None; the output position of each row of the rest)."""
+    if rest is None or rest.height == 0:
+        return None
+    row = rest.get_column("_row").cast(pl.Int64)
+    if rest.height == rest.get_column("_row").n_unique():
+        return None, row
+    extra = (rest.group_by("_row").agg(pl.len().cast(pl.Int64) - 1)
+             .filter(pl.col("len") > 0))
+    shift = pl.repeat(0, height, dtype=pl.Int64, eager=True).scatter(
+        extra.get_column("_row"), extra.get_column("len"))
+    start = pl.int_range(height, dtype=pl.Int64, eager=True) + shift.cum_sum() - shift
+    total = height + int(shift.sum())
+    source = pl.repeat(None, total, dtype=pl.Int64, eager=True).scatter(
+        start, pl.int_range(height, dtype=pl.Int64, eager=True)).forward_fill()
+    return source, start.gather(row) + rest.get_column("part").cast(pl.Int64)
 
 
-def _parse_rest(rest: pl.DataFrame) -> list[pl.DataFrame]:
+def _overwrite(column: pl.Series, places: tuple[pl.Series | None, pl.Series],
+               rest: pl.DataFrame) -> pl.Series:
+    source, position = places
+    if source is not None:
+        column = column.gather(source)
+    if column.name in rest.columns:
+        values = rest.get_column(column.name).cast(column.dtype)
+        if values.null_count() < values.len():  # else null there already
+            column = column.scatter(position, values)
+    return column
+
+
+def _parse_rest(rest: pl.DataFrame) -> pl.DataFrame | None:
     """Wrappers, parts and the family cascade for the rows off the fast path."""
     if rest.height == 0:
-        return []
+        return None
     rest = parts.split(wrappers.peel(rest.rechunk())).rechunk()
     remaining = rest.with_columns(pbody=wrappers.clean(pl.col("body")))
     results: list[pl.DataFrame] = []
@@ -119,7 +163,7 @@ def _parse_rest(rest: pl.DataFrame) -> list[pl.DataFrame]:
         results.append(parsed)
         remaining = pl.concat([remaining.filter(~chosen), refused], how="diagonal_relaxed")
     results.append(remaining.with_columns(source=pl.lit("other"), starts_record=pl.lit(False)))
-    return [_fill_from_wrappers(pl.concat(results, how="diagonal_relaxed"))]
+    return _fill_from_wrappers(pl.concat(results, how="diagonal_relaxed"))
 
 
 def _fill_from_wrappers(df: pl.DataFrame) -> pl.DataFrame:

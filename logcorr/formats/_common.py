@@ -7,6 +7,8 @@ removed), `_w_*` (fields found in wrappers).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import polars as pl
 
 from logcorr.model import PARSED_SCHEMA
@@ -63,3 +65,16 @@ def finalize(df: pl.DataFrame) -> pl.DataFrame:
             for name, dtype in PARSED_SCHEMA.items()
         ]
     )
+
+
+def per_distinct(values: pl.Series, table: Callable[[pl.Series], pl.DataFrame]) -> pl.DataFrame:
+    """`table` computed once per distinct value of `values`, then one row per value.
+
+    `table` gets the distinct values (nulls left out) and returns one row for each, in that
+    order. The values are numbered through a private categorical mapping (one hashing pass);
+    a null value gets a row of nulls.
+    """
+    categories = pl.Categories.random()
+    coded = values.cast(pl.Categorical(categories))  # keeps the mapping alive
+    distinct = categories.to_series()
+    return table(distinct).select(pl.all().gather(pl.lit(coded.to_physical())))

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from logcorr.formats._common import BODY, NCCL_HOST, as_int, datetime_from
+from logcorr.formats._common import BODY, NCCL_HOST, as_int, datetime_from, per_distinct
 
 _HEAD = (
     r"^(?:\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d{3})?)\] )?"
@@ -35,7 +35,8 @@ def parse(df: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Parse NCCL rows; return (parsed, rows that are not NCCL lines)."""
     cut = BODY.str.find(" NCCL ", literal=True)
     df = df.with_columns(_head=BODY.str.slice(0, cut), _after=BODY.str.slice(cut.fill_null(0)))
-    df = df.join(_head_table(df.get_column("_head")), on="_head", how="left")
+    heads = df.get_column("_head").drop_nulls().unique()
+    df = df.join(_head_table(heads), on="_head", how="left")
     ok = pl.col("_host").is_not_null() | (
         BODY.str.starts_with("NCCL version ")
     )
@@ -58,56 +59,45 @@ def parse(df: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     return pl.concat([rest, comm], how="diagonal_relaxed").drop("_after", "_comm"), bad
 
 
-def parse_plain(df: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """Rows routed as plain NCCL lines; return (parsed, rows for the general path)."""
-    columns = df.columns
-    df = fast_fields(df.with_columns(_all=pl.lit(True)), "_all")
-    good = df.filter(pl.col("_nccl_ok")).with_columns(
-        source=pl.lit("nccl"), part=pl.lit(0, pl.UInt16))
-    return good.drop("_all", "_nccl_ok"), df.filter(~pl.col("_nccl_ok")).select(columns)
-
-
-def fast_fields(df: pl.DataFrame, mask: str) -> pl.DataFrame:
-    """`parse` on the rows where column `mask` is true and the header is a plain
-    `host:pid:tid [dev]` at the start (no wrapper, colour code or glued record), on the whole
-    frame: the header is parsed once per distinct value. Adds `_nccl_ok` and the NCCL fields."""
-    text = pl.when(pl.col(mask) & ~pl.col("text").str.starts_with("[")).then(pl.col("text"))
-    df = df.with_columns(_nt=pl.when(~text.str.contains(_JUNK_HINT)).then(text))
-    cut = pl.col("_nt").str.find(" NCCL ", literal=True)
-    df = df.with_columns(_cut=cut, _head=pl.col("_nt").str.slice(0, cut))
-    df = df.join(_head_table(df.get_column("_head")), on="_head", how="left",
-                 maintain_order="left")
-    df = df.with_columns(_nccl_ok=pl.col("_host").is_not_null() & pl.col("_ts").is_null())
-    comm = pl.col("_nccl_ok") & pl.col("_nt").str.contains("comm 0x", literal=True)
+def fast_rows(text: pl.Series, cut: pl.Series) -> pl.DataFrame:
+    """The NCCL fields of lines with one plain `host:pid:tid [dev]` header at the start (no
+    wrapper, colour code or glued record), one row per line of `text` (`cut`: where ` NCCL `
+    starts), and `_ok` (the line has this shape; the fields are null where it has not).
+    The header is parsed once per distinct value."""
+    t = pl.col("text")
+    plain = text.to_frame("text").with_columns(cut.alias("_cut")).select(
+        _nt=pl.when(~t.str.contains(_JUNK_HINT)).then(t), _cut=pl.col("_cut"))
+    plain = plain.with_columns(_head=pl.col("_nt").str.slice(0, pl.col("_cut")))
+    heads = per_distinct(plain.get_column("_head"), lambda h: _head_table(h).drop("_head"))
+    df = pl.concat([plain, heads], how="horizontal")
+    df = df.with_columns(_ok=(pl.col("_host").is_not_null() & pl.col("_ts").is_null()))
+    comm = pl.col("_ok") & pl.col("_nt").str.contains("comm 0x", literal=True)
     df = df.with_columns(_after=pl.when(comm).then(pl.col("_nt").str.slice(pl.col("_cut"))))
     after = pl.col("_after")
     groups = after.str.extract_groups(COMM).struct.field
-    fields = (
-        ("starts_record", pl.Boolean, pl.lit(True)),
-        ("host", pl.String, pl.col("_host")),
-        ("pid", pl.Int64, pl.col("_pid")),
-        ("tid", pl.Int64, pl.col("_tid")),
-        ("device_id", pl.Int32, pl.col("_dev")),
-        ("comm", pl.String, groups("1")),
-        ("comm_rank", pl.Int32, as_int(groups("2"), pl.Int32())),
-        ("comm_nranks", pl.Int32, as_int(groups("3"), pl.Int32())),
-        ("comm_id", pl.String, after.str.extract(_COMM_ID, 1)),
-        ("nccl_phase", pl.String, after.str.extract(_PHASE, 1)),
+    when = pl.when(pl.col("_ok"))
+    return df.select(
+        "_ok",
+        when.then(pl.lit(True)).alias("starts_record"),
+        when.then(pl.col("_host")).alias("host"),
+        when.then(pl.col("_pid")).alias("pid"),
+        when.then(pl.col("_tid")).alias("tid"),
+        when.then(pl.col("_dev")).alias("device_id"),
+        groups("1").alias("comm"),
+        as_int(groups("2"), pl.Int32()).alias("comm_rank"),
+        as_int(groups("3"), pl.Int32()).alias("comm_nranks"),
+        after.str.extract(_COMM_ID, 1).alias("comm_id"),
+        after.str.extract(_PHASE, 1).alias("nccl_phase"),
     )
-    when = pl.when(pl.col("_nccl_ok"))
-    return df.with_columns(
-        pl.coalesce(pl.col(name) if name in df.columns else pl.lit(None, dtype),
-                    when.then(value)).alias(name)
-        for name, dtype, value in fields
-    ).drop("_nt", "_cut", "_after", "_head", "_host", "_pid", "_tid", "_dev", "_ts")
 
 
 def _head_table(heads: pl.Series) -> pl.DataFrame:
-    """One row per distinct header: host, pid, tid, device and the optional bare time stamp."""
-    table = heads.drop_nulls().unique().to_frame("_head")
+    """One row per header of `heads`: host, pid, tid, device and the optional bare time stamp."""
+    table = heads.to_frame("_head")
     groups = pl.col("_head").str.extract_groups(_HEAD)
     field = groups.struct.field
-    return table.with_columns(
+    return table.select(
+        "_head",
         _ts=datetime_from(field("1"), "%Y-%m-%d %H:%M:%S%.f"),
         _host=field("2"),
         _pid=as_int(field("3"), pl.Int64()),

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from logcorr.formats._common import BODY, RANK_TOKEN, as_int, datetime_from
+from logcorr.formats._common import BODY, RANK_TOKEN, as_int, datetime_from, per_distinct
 
 _RANK_KEYS = {
     "p_dp": "DP",
@@ -25,7 +25,7 @@ _RANK_KEYS = {
     "p_ep": "EP",
     "p_pid": "PID",
 }
-_TAIL = rf"^(?:\.(\d{{3}}))?((?: {RANK_TOKEN})*)$"
+_TOKENS = rf"^(?: {RANK_TOKEN})*$"
 GENERAL = (
     rf"^(\[)?(?:(\d{{4}}-\d\d-\d\d) )?(\d\d:\d\d:\d\d)(?:\.(\d{{3}}))?((?: {RANK_TOKEN})*)\](?: |$)"
 )
@@ -39,72 +39,78 @@ _SERVER_ARGS = r"^[^\]]*\] server_args=(?:ServerArgs\(|\{)"
 _PYSPY = r"^[^\]]*\] Pyspy dump for PID (\d+)"
 
 
-def fast_candidates(text: pl.Expr) -> pl.Expr:
-    """Rows that may take the fixed-offset path."""
-    return text.str.starts_with("[20")
+def fast_rows(text: pl.Series) -> pl.DataFrame:
+    """The SGLang fields of `[YYYY-MM-DD HH:MM:SS…] ` lines, one row per line of `text`, and
+    `_ok` (the line has this shape; the fields are null where it has not).
 
-
-def parse_fast(df: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """Parse `[YYYY-MM-DD HH:MM:SS…] ` rows; return (parsed, rows that are not this shape)."""
-    df = df.with_columns(
-        _close=BODY.str.find("] ", literal=True).cast(pl.Int64),
-        ts=datetime_from(BODY.str.slice(1, 19), "%Y-%m-%d %H:%M:%S"),
-    ).with_columns(_tail=BODY.str.slice(20, (pl.col("_close") - 20).clip(lower_bound=0)))
-    df = df.join(_tail_table(df.get_column("_tail")), on="_tail", how="left")
-    ok = pl.col("ts").is_not_null() & pl.col("_ok").fill_null(False)
-    bad = df.filter(~ok).drop("_close", "ts", "_tail", "_ok", "_ms", *_RANK_KEYS)
-    good = df.filter(ok).with_columns(
-        ts=pl.col("ts") + pl.duration(milliseconds=pl.col("_ms").fill_null(0)),
-        ts_has_date=pl.lit(True),
+    The stamp and the `.mmm TOKENS` tail are cut at fixed offsets and parsed once per distinct
+    value; the message is searched only for the proofs of a role.
+    """
+    t = pl.col("text")
+    close = t.str.find("] ", literal=True).cast(pl.Int64)
+    cut = text.to_frame("text").select(
+        "text",
+        _stamp=t.str.slice(1, 19),
+        _tail=t.str.slice(20, (close - 20).clip(lower_bound=0)),
     )
-    return _finish(good), bad
-
-
-def fast_fields(df: pl.DataFrame, mask: str) -> pl.DataFrame:
-    """`parse_fast` on the rows where column `mask` is true, on the whole frame (no filter):
-    the stamp and the `.mmm TOKENS` tail are cut at fixed offsets and parsed once per distinct
-    value (joins on small tables). Adds `_sgl_ok` and, on those rows, the SGLang fields."""
-    text = pl.when(pl.col(mask)).then(pl.col("text"))
-    close = text.str.find("] ", literal=True).cast(pl.Int64)
-    df = df.with_columns(
-        _stamp=text.str.slice(1, 19),
-        _tail=text.str.slice(20, (close - 20).clip(lower_bound=0)),
-    )
-    stamps = df.get_column("_stamp").drop_nulls().unique().to_frame()
-    stamps = stamps.with_columns(_ts=datetime_from(pl.col("_stamp"), "%Y-%m-%d %H:%M:%S"))
-    tails = _tail_table(df.get_column("_tail").drop_nulls())
-    df = df.join(stamps, on="_stamp", how="left", maintain_order="left")
-    df = df.join(tails, on="_tail", how="left", maintain_order="left")
-    ok = (pl.col("_ts").is_not_null() & pl.col("_ok").fill_null(False)).alias("_sgl_ok")
-    df = df.with_columns(ok)
-    when = pl.when(pl.col("_sgl_ok"))
-    has_rank = pl.any_horizontal(pl.col(name).is_not_null() for name in _RANK_KEYS)
-    ranked_body = pl.when(pl.col("_sgl_ok") & has_rank).then(pl.col("text"))
-    unranked_body = pl.when(pl.col("_sgl_ok") & ~has_rank).then(pl.col("text"))
-    main = unranked_body.str.contains(_MAIN_PROOF)
-    pyspy = ranked_body.str.contains("] Pyspy dump for PID ", literal=True)
-    return df.with_columns(
-        when.then(pl.col("_ts") + pl.duration(milliseconds=pl.col("_ms").fill_null(0))).alias("ts"),
-        when.then(True).alias("ts_has_date"),
-        when.then(True).alias("ts_has_year"),
-        when.then(True).alias("starts_record"),
-        pl.when(pl.col("_sgl_ok") & has_rank).then(pl.lit("scheduler"))
+    stamps = per_distinct(cut.get_column("_stamp"), _stamp_table)
+    tails = per_distinct(cut.get_column("_tail"), _tail_table)
+    df = pl.concat([cut.select("text"), stamps, tails], how="horizontal")
+    ok = pl.col("_ts").is_not_null() & pl.col("_ok").fill_null(False)
+    df = df.with_columns(_ok=ok, _ranked=ok & pl.col("_ranked"))
+    ranked = pl.when(pl.col("_ranked")).then(t)
+    unranked = pl.when(pl.col("_ok") & ~pl.col("_ranked")).then(t)
+    main = unranked.str.contains(_MAIN_PROOF)
+    pyspy = ranked.str.contains("] Pyspy dump for PID ", literal=True)
+    when = pl.when(pl.col("_ok"))
+    return df.select(
+        "_ok",
+        when.then(pl.col("_ts") + pl.duration(milliseconds=pl.col("_ms").fill_null(0)))
+        .alias("ts"),
+        *(when.then(pl.lit(True)).alias(name)
+          for name in ("ts_has_date", "ts_has_year", "starts_record")),
+        pl.when(pl.col("_ranked")).then(pl.lit("scheduler"))
         .when(main).then(pl.lit("main")).alias("role"),
-        pl.when(main & unranked_body.str.contains(_SERVER_ARGS)).then(True).alias("server_args"),
-        as_int(pl.when(pyspy).then(ranked_body).str.extract(_PYSPY, 1), pl.Int64()).alias(
+        pl.when(main & unranked.str.contains(_SERVER_ARGS)).then(True).alias("server_args"),
+        as_int(pl.when(pyspy).then(ranked).str.extract(_PYSPY, 1), pl.Int64()).alias(
             "link_pid"),
         *(when.then(pl.col(name)).alias(name) for name in _RANK_KEYS),
-    ).drop("_stamp", "_tail", "_ts", "_ok", "_ms")
+    )
+
+
+def _stamp_table(stamps: pl.Series) -> pl.DataFrame:
+    return stamps.to_frame("_stamp").select(
+        _ts=datetime_from(pl.col("_stamp"), "%Y-%m-%d %H:%M:%S"))
 
 
 def _tail_table(tails: pl.Series) -> pl.DataFrame:
-    """One row per distinct `.mmm TOKENS` tail: validity, ms and the rank of each token."""
-    table = tails.unique().to_frame("_tail")
-    groups = pl.col("_tail").str.extract_groups(_TAIL)
-    return table.with_columns(
-        _ok=groups.struct.field("2").is_not_null(),
-        _ms=as_int(groups.struct.field("1"), pl.Int64()),
-        **_rank_columns(groups.struct.field("2")),
+    """One row per distinct `.mmm TOKENS` tail: validity, ms, the rank of each token and
+    `_ranked` (a token names a rank). The tokens (one value per process) are parsed once each.
+    """
+    tail = pl.col("_tail")
+    dotted = tail.str.starts_with(".")
+    ms = pl.when(dotted).then(tail.str.slice(1, 3))
+    table = tails.to_frame("_tail").select(
+        _ms_ok=~dotted | ms.str.contains(r"^\d{3}$"),
+        _ms=as_int(ms, pl.Int64()),
+        _tokens=pl.when(dotted).then(tail.str.slice(4)).otherwise(tail),
+    )
+    fields = per_distinct(table.get_column("_tokens"), _token_table)
+    return pl.concat([table, fields], how="horizontal").select(
+        "_ms", pl.exclude("_ms", "_ms_ok", "_tokens", "_tokens_ok"),
+        _ok=pl.col("_ms_ok") & pl.col("_tokens_ok"),
+    )
+
+
+def _token_table(tokens: pl.Series) -> pl.DataFrame:
+    table = tokens.to_frame("_tokens").with_columns(
+        _tokens_ok=pl.col("_tokens").str.contains(_TOKENS),
+        **_rank_columns(pl.col("_tokens")),
+    )
+    ranks = {name: pl.when(pl.col("_tokens_ok")).then(pl.col(name)) for name in _RANK_KEYS}
+    return table.select(
+        "_tokens_ok", **ranks,
+        _ranked=pl.any_horizontal(pl.col(name).is_not_null() for name in _RANK_KEYS),
     )
 
 
