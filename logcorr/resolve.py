@@ -163,8 +163,9 @@ def _by_prefix(frame: pl.DataFrame, topology: Topology | None, processes: pl.Dat
     combos = _match_combos(topology, processes, _prefix_combos(frame))
     frame = _attach(frame, combos, cols, nulls_equal=True).rename({"combo_proc": "prefix_proc"})
     has_tokens = pl.any_horizontal(pl.col(c).is_not_null() for c in cols)
-    bad = frame.filter(has_tokens & pl.col("prefix_proc").is_null())
-    if bad.height:
+    outside = has_tokens & pl.col("prefix_proc").is_null()
+    if frame.select(outside.any()).item():
+        bad = frame.filter(outside)
         first = bad.row(0, named=True)
         contradictions.append({
             "kind": "prefix-outside-topology", "count": bad.height,
@@ -329,12 +330,16 @@ def _communicator_links(topology: Topology, members: pl.DataFrame) -> list[tuple
 _ROLE_STEMS = (("DataParallelController hit an exception", "dp_controller"),
                ("DetokenizerManager hit an exception", "detokenizer"),
                ("TokenizerManager hit an exception", "main"))
+_ROLE_HINT = " hit an exception"  # in every stem
 
 
 def _roles(frame: pl.DataFrame) -> pl.DataFrame:
     """Non-scheduler processes known by their messages or by a py-spy process title."""
     unknown = pl.col("role").is_null()
-    text = pl.when(unknown).then(pl.col("text"))  # null elsewhere: searched on few rows only
+    # one search for what all the stems share; the stems only on the (few) rows that have it
+    hinted = frame.select(pl.when(unknown).then(pl.col("text"))
+                          .str.contains(_ROLE_HINT, literal=True)).to_series()
+    text = pl.when(pl.lit(hinted)).then(pl.col("text"))  # null elsewhere
     tests = [(text.str.contains(stem, literal=True), name) for stem, name in _ROLE_STEMS]
     tests += [(pl.col("proctitle").str.starts_with(title), name)
               for title, name in _ROLE_TITLES.items()]
@@ -438,18 +443,27 @@ def _records(starts: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
     return ((counted - before_file).alias("record"), head_row.forward_fill().alias("_head_row"))
 
 
+def _crowded(frame: pl.DataFrame, starts: pl.Expr) -> pl.Series:
+    """Exception headers of a file that share their second with an exception header of
+    another process (or of an unknown one); counted on the (few) exception headers only."""
+    header = frame.select(pl.when(starts).then(pl.col("text")).str.contains(_EXCEPTION_HEADER)
+                          .fill_null(False)).to_series()
+    crowded = pl.repeat(False, frame.height, eager=True).alias("_crowded")
+    if not header.any():
+        return crowded
+    headers = frame.select("file_id", "ts", "proc").with_row_index("_at").filter(header)
+    many = (headers.filter(pl.col("ts").is_not_null())
+            .filter(pl.col("proc").n_unique().over("file_id", pl.col("ts").dt.truncate("1s")) > 1))
+    return crowded.scatter(many.get_column("_at"), True)
+
+
 def _by_continuation(frame: pl.DataFrame) -> pl.DataFrame:
     """Rows that continue a record (no header of their own) inherit its header's process and
     role - unless several processes of the file opened an exception record in the same second:
     their tracebacks may interleave, so which line is whose is not known."""
     starts = pl.col("starts_record").fill_null(False)
     frame = frame.with_columns(*_records(starts))
-    exception_header = starts & pl.col("text").str.contains(_EXCEPTION_HEADER)
-    second = pl.col("ts").dt.truncate("1s")
-    crowded = (pl.col("proc").filter(exception_header).n_unique().over("file_id", second) > 1)
-    frame = frame.with_columns(
-        (exception_header & crowded & pl.col("ts").is_not_null()).fill_null(False)
-        .alias("_crowded"))
+    frame = frame.with_columns(_crowded(frame, starts))
     header_proc = pl.col("proc").gather(pl.col("_head_row"))
     header_role = pl.col("role").gather(pl.col("_head_row"))
     header_crowded = pl.col("_crowded").gather(pl.col("_head_row"))

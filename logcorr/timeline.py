@@ -54,7 +54,13 @@ def complete_timestamps(frame: pl.DataFrame) -> pl.DataFrame:
     ts_full = (pl.when(full).then(pl.col("ts"))
                .when(no_year).then(year_fixed)
                .when(no_date).then(day_fixed))
-    return frame.with_columns(ts_full.alias("ts_full")).drop("_ref")
+    # the guesses run on the (few) rows without a full date only, then take their places
+    partial = frame.select(~full & (no_year | no_date)).to_series()
+    column = frame.select(pl.when(full).then(pl.col("ts")).alias("ts_full")).to_series()
+    if partial.any():
+        guessed = frame.select("ts", "ts_has_date", "ts_has_year", "_ref").filter(partial)
+        column = column.scatter(partial.arg_true(), guessed.select(ts_full).to_series())
+    return frame.with_columns(column).drop("_ref")
 
 
 def order_lines(frame: pl.DataFrame, clock_offsets: dict[str, float] | None = None

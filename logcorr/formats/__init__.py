@@ -47,11 +47,11 @@ def parse(lines: pl.DataFrame) -> pl.DataFrame:
     df = lines.select("file_id", "line", "text").rechunk()
     routes = _routes(df)
     fast: list[tuple[pl.Series, pl.DataFrame]] = []  # (row indices, fields of those rows)
-    for mask, fields in ((routes.get_column("_sgl"), _sglang_fast),
+    for mask, family in ((routes.get_column("_sgl"), _sglang_fast),
                          (routes.get_column("_nccl"), _nccl_fast)):
         rows = mask.arg_true()
         if rows.len():
-            fast.append((rows, fields(df.get_column("text").filter(mask),
+            fast.append((rows, family(df.get_column("text").filter(mask),
                                       routes.get_column("_cut").filter(mask))))
     taken = pl.repeat(False, df.height, eager=True)
     for rows, fields in fast:
