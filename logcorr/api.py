@@ -31,6 +31,13 @@ from logcorr.timeline import complete_timestamps, order_lines, ts_text
 from logcorr.topology import Topology, build_topology, sizes_of
 
 Progress = Callable[[str, int, int], None]
+# What ordering, the output contract and the diagnosis read; the resolver's intermediate
+# columns are dropped before the sort so they are not carried through it.
+_DETAIL_COLUMNS = frozenset({
+    *TIMELINE_SCHEMA, "file_id", "ts_has_date", "ts_has_year", "eff_host", "proc", "record",
+    "why", "torch_rank", "pg_desc", "pg_rank", "seq", "op", "last_enqueued", "last_completed",
+    "comm_id", "comm_nranks", "nccl_phase", "link_pid", "proctitle", "server_args",
+})
 STAGES = ("reading", "parsing", "attributing", "aligning", "diagnosing", "done")
 
 
@@ -103,7 +110,8 @@ def analyze(
     resolution.contradictions.extend(notes)
     resolution.contradictions.extend(_node_mismatches(resolution, file_nodes))
     step("aligning")
-    detail = order_lines(complete_timestamps(resolution.lines), clock_offsets)
+    kept = resolution.lines.select(c for c in resolution.lines.columns if c in _DETAIL_COLUMNS)
+    detail = order_lines(complete_timestamps(kept), clock_offsets)
     timeline = _contract(detail, resolution, sources, file_nodes)
     contradictions = [_name_file(c, sources) for c in resolution.contradictions]
     step("diagnosing")
