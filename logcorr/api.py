@@ -37,6 +37,7 @@ _DETAIL_COLUMNS = frozenset({
     *TIMELINE_SCHEMA, "file_id", "ts_has_date", "ts_has_year", "eff_host", "proc", "record",
     "why", "torch_rank", "pg_desc", "pg_rank", "seq", "op", "last_enqueued", "last_completed",
     "comm_id", "comm_nranks", "nccl_phase", "link_pid", "proctitle", "server_args",
+    "starts_record",
 })
 STAGES = ("reading", "parsing", "attributing", "aligning", "diagnosing", "done")
 

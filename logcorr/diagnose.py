@@ -29,6 +29,7 @@ from typing import Any
 import polars as pl
 import regex
 
+from logcorr.formats.torch import COUNTERS, WORK
 from logcorr.model import COORDINATES
 from logcorr.topology import Topology
 
@@ -103,6 +104,7 @@ class Context:
         self.events = self.rows.filter(
             pl.col("text").str.contains(stems) | pl.col("comm_id").is_not_null()
             | pl.col("torch_rank").is_not_null())
+        self.events = _rejoin_wrapped(self.events, self.rows)
         self.last = (self.rows.filter(pl.col("proc").is_not_null()
                                       & pl.col("ts_full").is_not_null())
                      .group_by("proc").agg(pl.col("ts_full").max(), pl.col("file_id").last(),
@@ -114,6 +116,39 @@ class Context:
     def cite(self, rows: pl.DataFrame, limit: int = 8) -> list[dict[str, Any]]:
         return [{"file": self.files.get(f, "?"), "line": int(n)}
                 for f, n in rows.select("file_id", "line").head(limit).iter_rows()]
+
+
+# Fields of a watchdog line that a terminal copy may have hard-wrapped onto the next line.
+_WRAPPED_FIELDS = {
+    "seq": (WORK, 1, pl.Int64), "op": (WORK, 2, pl.String),
+    "last_enqueued": (COUNTERS, 1, pl.Int64), "last_completed": (COUNTERS, 2, pl.Int64),
+    "pg_desc": (r"PG GUID [^\s(\]]*\(([^)]*)\)", 1, pl.String),
+    "pg_rank": (r"\) Rank (\d+)\]", 1, pl.Int32),
+}
+
+
+def _rejoin_wrapped(events: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
+    """Watchdog lines cut by a hard wrap (`WorkNCCL(S` / `eqNum=9141, …`): read their fields
+    again from the line joined with the next physical line, when that one has no header."""
+    cut = (pl.col("text").str.contains("WorkNCCL(", literal=True) & pl.col("seq").is_null()
+           | pl.col("text").str.contains("last enqueued", literal=True)
+           & pl.col("last_completed").is_null()
+           | pl.col("text").str.contains("PG GUID", literal=True) & pl.col("pg_desc").is_null())
+    wrapped = events.filter(cut)
+    if wrapped.height == 0:
+        return events
+    following = (rows.filter(~pl.col("starts_record").fill_null(False)
+                             & (pl.col("part") == 0))
+                 .select("file_id", (pl.col("line") - 1).alias("line"),
+                         pl.col("text").alias("_next"))
+                 .join(wrapped.select("file_id", "line"), on=["file_id", "line"], how="semi"))
+    wrapped = wrapped.join(following, on=["file_id", "line"], how="left")
+    joined = pl.col("text") + pl.col("_next").fill_null("")
+    wrapped = wrapped.with_columns(
+        pl.coalesce(name, joined.str.extract(pattern, group).cast(dtype, strict=False))
+        .alias(name) for name, (pattern, group, dtype) in _WRAPPED_FIELDS.items()
+    ).drop("_next")
+    return pl.concat([events.filter(~cut), wrapped.select(events.columns)]).sort("order")
 
 
 def _contains_any(stems: Iterable[str]) -> pl.Expr:

@@ -98,3 +98,23 @@ def test_crash_cascade_is_attached_not_separate() -> None:
     assert "other process(es) failed after it" in crashes[0].summary
     assert [p["world_rank"] for p in crashes[0].waiting] == [0]
     assert len(crashes[0].evidence) >= 4
+
+
+def test_hard_wrapped_watchdog_line_still_counts(tmp_path: Path) -> None:
+    """`WorkNCCL(S` / `eqNum=…` cut by a terminal copy: SeqNum and op are read across the cut."""
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    for rank in (0, 1):
+        line = (f"[rank{rank}]:[E1129 10:10:00.000000000 ProcessGroupNCCL.cpp:607] [PG ID 2 PG "
+                f"GUID 3(tp:device) Rank {rank}] Watchdog caught collective operation timeout: "
+                "WorkNCCL(SeqNum=77, OpType=ALLGATHER, NumelIn=8, NumelOut=24, Timeout(ms)=600000)")
+        cut = line.index("WorkNCCL(S") + len("WorkNCCL(S")
+        (logs / f"rank{rank}.log").write_text(
+            f"[2026-11-29 10:00:00 TP{rank}] Decode batch, #running-req: 3\n"
+            f"{line[:cut]}\n{line[cut:]}\n")
+    (logs / "rank2.log").write_text("[2026-11-29 10:00:00 TP2] Decode batch, #running-req: 3\n")
+    (tmp_path / "args.json").write_text('{"tp_size": 3}')
+    analysis = analyze([logs], config=tmp_path / "args.json")
+    hang = next(f for f in analysis.findings if f.kind == "collective-hang")
+    assert (hang.seq, hang.op) == (77, "ALLGATHER")
+    assert [p["world_rank"] for p in hang.processes] == [2]
