@@ -61,3 +61,15 @@ def test_every_command_has_help() -> None:
     for choice in commands.choices.values():  # type: ignore[union-attr]
         assert choice.description or choice.format_help()
     assert {"topology", "analyze", "check", "fixture"} <= set(commands.choices)  # type: ignore[arg-type]
+
+
+def test_readme_paths_exist() -> None:
+    """Every fixtures/ path the README names exists (the quick start must work)."""
+    import re
+
+    root = PACKAGE.parent
+    readme = (root / "README.md").read_text()
+    paths = set(re.findall(r"fixtures/[\w./-]+\.json|fixtures/analyze/[\w-]+/logs", readme))
+    assert paths
+    for path in paths:
+        assert (root / path).exists(), path
