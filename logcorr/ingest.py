@@ -79,6 +79,7 @@ def discover(paths: Sequence[str | Path]) -> tuple[list[Source], list[str]]:
             found.extend(_walk(root, warnings))
         else:
             found.append((root, str(raw)))
+    found = _distinct(found, warnings)
     sources: list[Source] = []
     for path, display in sorted(found, key=lambda item: (item[1], str(item[0]))):
         problem = _unusable(path)
@@ -87,6 +88,25 @@ def discover(paths: Sequence[str | Path]) -> tuple[list[Source], list[str]]:
             continue
         sources.append(Source(len(sources), path, display))
     return sources, warnings
+
+
+def _distinct(found: list[tuple[Path, str]], warnings: list[str]) -> list[tuple[Path, str]]:
+    """One entry per file (a file named twice is read once), and one file per display name:
+    two folders holding `node0.log` are told apart by the path each was found under."""
+    seen: dict[str, str] = {}
+    unique: list[tuple[Path, str]] = []
+    for path, display in found:
+        real = os.path.realpath(path)
+        if real in seen:
+            if seen[real] != display:
+                warnings.append(f"{display}: skipped: the same file as {seen[real]}")
+            continue
+        seen[real] = display
+        unique.append((path, display))
+    names: dict[str, int] = {}
+    for _, display in unique:
+        names[display] = names.get(display, 0) + 1
+    return [(path, str(path) if names[display] > 1 else display) for path, display in unique]
 
 
 def _walk(root: Path, warnings: list[str]) -> list[tuple[Path, str]]:

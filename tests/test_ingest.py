@@ -141,3 +141,18 @@ class TestDiscover:
         path.chmod(0)
         sources, warnings = discover([tmp_path])
         assert sources == [] and "permission" in warnings[0]
+
+
+def test_same_name_in_two_folders_and_a_file_named_twice(tmp_path: Path) -> None:
+    """Two folders with node0.log stay apart; a file given twice is read once."""
+    from logcorr.ingest import discover
+
+    for host in ("host1", "host2"):
+        (tmp_path / host).mkdir()
+        (tmp_path / host / "node0.log").write_text(f"[2026-11-29 10:00:00] {host}\n")
+    sources, warnings = discover([tmp_path / "host1", tmp_path / "host2",
+                                  tmp_path / "host1" / "node0.log"])
+    displays = sorted(s.display for s in sources)
+    assert len(sources) == 2 and len(set(displays)) == 2
+    assert all(d.endswith("node0.log") and ("host1" in d or "host2" in d) for d in displays)
+    assert warnings == [f"{tmp_path / 'host1' / 'node0.log'}: skipped: the same file as node0.log"]
