@@ -159,9 +159,12 @@ def incident(world: World, t: datetime, kind: str, culprit: Process) -> None:
         cuda_fault(world, t, culprit)
         return
     if kind == "exception":
+        # the culprit's own progress bar, left without a newline, glues onto its next line
+        bar = ("Loading safetensors checkpoint shards:  99% Completed | 161/163 "
+               "[01:15<00:00,  2.24it/s]")
         world.add(t, culprit.node_rank, culprit,
-                  sg(t, culprit.prefix, "Scheduler hit an exception: Traceback (most recent "
-                                        "call last):"),
+                  bar + sg(t, culprit.prefix, "Scheduler hit an exception: Traceback (most recent "
+                                              "call last):"),
                   '  File "/sgl/python/sglang/srt/managers/scheduler.py", line 2912, in '
                   "run_scheduler_process",
                   "    scheduler.event_loop_overlap()",

@@ -467,8 +467,9 @@ def _by_continuation(frame: pl.DataFrame) -> pl.DataFrame:
     header_proc = pl.col("proc").gather(pl.col("_head_row"))
     header_role = pl.col("role").gather(pl.col("_head_row"))
     header_crowded = pl.col("_crowded").gather(pl.col("_head_row"))
+    # a progress bar is a record of its own, printed by whichever process draws it
     inherit = (pl.col("proc").is_null() & ~starts & (pl.col("record") > 0) & ~pl.col("conflict")
-               & ~header_crowded)
+               & ~header_crowded & (pl.col("source") != "tqdm").fill_null(True))
     return frame.with_columns(
         pl.when(inherit).then(header_proc).otherwise(pl.col("proc")).alias("proc"),
         pl.when(inherit & header_proc.is_not_null()).then(pl.lit("continuation"))

@@ -308,3 +308,18 @@ def test_progress_reports_every_stage_in_order(tmp_path: Path) -> None:
     assert [s for s, _, _ in seen] == ["reading", "parsing", "attributing", "aligning",
                                        "diagnosing", "done"]
     assert [d for _, d, _ in seen] == list(range(6)) and {t for _, _, t in seen} == {5}
+
+
+def test_progress_bar_is_not_a_continuation(tmp_path: Path) -> None:
+    """A tqdm bar after another process's line names no process by itself."""
+    logs = tmp_path / "logs"
+    write(logs, "node0.log", [
+        "[2026-11-29 10:00:00 TP0] Load weight begin. avail mem=78.38 GB",
+        "[2026-11-29 10:00:00 TP1] Load weight begin. avail mem=78.38 GB",
+        "Loading safetensors checkpoint shards:  50% Completed | 81/163 [00:30<00:30,  2.24it/s]",
+        '  File "/sgl/scheduler.py", line 2912, in run_scheduler_process',
+    ])
+    timeline = analyze([logs], config=config(tmp_path, {"tp_size": 2})).timeline
+    assert row(timeline, "node0.log", 3)["source"] == "tqdm"
+    assert row(timeline, "node0.log", 3)["world_rank"] is None
+    assert row(timeline, "node0.log", 4)["world_rank"] == 1
