@@ -28,7 +28,7 @@ from logcorr.model import COORDINATES, TIMELINE_SCHEMA
 from logcorr.resolve import Resolution, resolve
 from logcorr.selector import Selector
 from logcorr.timeline import complete_timestamps, order_lines, ts_text
-from logcorr.topology import Topology, build_topology, sizes_of
+from logcorr.topology import PREFIX_TOKENS, Topology, build_topology, sizes_of
 
 Progress = Callable[[str, int, int], None]
 # What ordering, the output contract and the diagnosis read; the resolver's intermediate
@@ -281,10 +281,8 @@ def select_rows(analysis: Analysis, selector: Selector) -> pl.DataFrame:
     condition = pl.lit(True)
     for column, value in selector.values.items():
         condition &= pl.col(column) == value
-    tokens = {"DP": "dp_rank", "PP": "pp_rank", "ATTN_CP": "attn_cp_rank",
-              "MOE_DP": "moe_dp_rank", "TP": "tp_rank", "EP": "moe_ep_rank"}
     for token, value in selector.tokens.items():
-        condition &= pl.col(tokens[token]) == value
+        condition &= pl.col(PREFIX_TOKENS[token]) == value
     if selector.role is not None:
         condition &= pl.col("role") == selector.role
     if selector.group is not None:

@@ -60,7 +60,6 @@ EVIDENCE: tuple[str, ...] = (
     "group-rank",  # a group-local rank resolved through the group's member list
     "continuation",  # an unprefixed line inside a record started by an identified line
     "file",  # the whole file belongs to one process
-    "role",  # a non-scheduler process (main, detokenizer, ...) known by its messages
 )
 
 # ---------------------------------------------------------------------------------------------

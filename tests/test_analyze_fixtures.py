@@ -13,6 +13,7 @@ import polars as pl
 import pytest
 
 from logcorr.api import analyze
+from logcorr.model import EVIDENCE, SOURCES
 
 ROOT = Path(__file__).resolve().parent.parent / "fixtures" / "analyze"
 CASES = sorted(p for p in ROOT.iterdir() if (p / "truth.jsonl").exists())
@@ -83,6 +84,11 @@ class TestFixtures:
             missed = missed.join(torch_lines, on=["file", "line"], how="left").filter(
                 (pl.col("source") != "torch") & pl.col("after_torch").is_null())
         assert missed.height == 0, missed.select("file", "line", "source", "text").head(5)
+
+    def test_evidence_and_sources_are_known_words(self, case: tuple[Path, pl.DataFrame]) -> None:
+        _, timeline = case
+        assert set(timeline["evidence"].drop_nulls().unique()) <= set(EVIDENCE)
+        assert set(timeline["source"].drop_nulls().unique()) <= set(SOURCES)
 
     def test_timeline_is_time_ordered_per_file(self, case: tuple[Path, pl.DataFrame]) -> None:
         _, timeline = case
