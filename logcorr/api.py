@@ -7,9 +7,12 @@ server_args line in the logs) -> topology -> resolve (process per line) -> timel
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import weakref
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
+from itertools import chain
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 
@@ -20,67 +23,187 @@ from logcorr.config import (
     load_config,
     with_overrides,
 )
-from logcorr.diagnose import Context, Finding, diagnose, people_table
+from logcorr.diagnose import Context, Finding, diagnose, event_rows, merge_people
 from logcorr.errors import ConfigError
 from logcorr.formats import parse
-from logcorr.ingest import Source, discover, read_lines
+from logcorr.ingest import Source, discover, empty_lines
 from logcorr.model import COORDINATES, TIMELINE_SCHEMA
-from logcorr.resolve import Resolution, resolve
+from logcorr.resolve import (
+    Attribution,
+    attribute,
+    crowded_headers,
+    key_rows,
+    local_columns,
+    merge_key_rows,
+    next_ghost,
+    resolve_keys,
+)
 from logcorr.selector import Selector
-from logcorr.timeline import complete_timestamps, order_lines, ts_text
+from logcorr.stream import (
+    CHUNK_BYTES,
+    SORT_COLUMNS,
+    Run,
+    Workspace,
+    head,
+    line_batches,
+    merge,
+    numbered,
+    tail,
+    time_key,
+    write_run,
+)
+from logcorr.timeline import (
+    Carry,
+    Clock,
+    clock_of,
+    complete_timestamps,
+    fully_dated,
+    next_carry,
+    sort_key,
+    ts_text,
+)
 from logcorr.topology import PREFIX_TOKENS, Topology, build_topology, sizes_of
 
 Progress = Callable[[str, int, int], None]
-# What ordering, the output contract and the diagnosis read; the resolver's intermediate
-# columns are dropped before the sort so they are not carried through it.
-_DETAIL_COLUMNS = frozenset({
-    *TIMELINE_SCHEMA, "file_id", "ts_has_date", "ts_has_year", "eff_host", "proc", "record",
-    "why", "torch_rank", "pg_desc", "pg_rank", "seq", "op", "last_enqueued", "last_completed",
-    "comm_id", "comm_nranks", "nccl_phase", "link_pid", "proctitle", "server_args",
-    "starts_record",
-})
-STAGES = ("reading", "parsing", "attributing", "aligning", "diagnosing", "done")
+# Columns the runs keep beside the output contract: what the diagnosis and `detail` read.
+DETAIL_COLUMNS = (
+    "file_id", "proc", "record", "why", "ts_full", "ts_has_date", "ts_has_year", "torch_rank",
+    "pg_desc", "pg_rank", "seq", "op", "last_enqueued", "last_completed", "comm_id",
+    "comm_nranks", "nccl_phase", "link_pid", "proctitle", "server_args", "starts_record",
+)
+STAGES = ("reading", "parsing", "attributing", "diagnosing", "done")
+KEEP_ROWS = 1000  # rows each run keeps in memory for the terminal's head and tail
+PENDING_ROWS = 1_000_000  # a file's untimed opening rows held back waiting for its first time
 
 
-def _stepper(progress: Progress | None) -> Callable[[str], None]:
-    def step(stage: str) -> None:
-        if progress is not None:
-            progress(stage, STAGES.index(stage), len(STAGES) - 1)
-    return step
+@dataclass
+class Tally:
+    """Counts gathered chunk by chunk, so the whole timeline never has to be read again."""
+
+    lines: int = 0
+    evidence: dict[str, int] = field(default_factory=dict)
+    why: dict[str, int] = field(default_factory=dict)
+    procs: set[int] = field(default_factory=set)
+    file_procs: list[pl.DataFrame] = field(default_factory=list)  # file_id, proc, len, line
+    people: list[pl.DataFrame] = field(default_factory=list)
+    last: list[pl.DataFrame] = field(default_factory=list)
+    events: list[pl.DataFrame] = field(default_factory=list)
+
+    def add(self, frame: pl.DataFrame, files_with_nodes: list[int]) -> None:
+        """Count one sorted chunk of the run frame."""
+        self.lines += frame.height
+        for column, counts in (("evidence", self.evidence), ("why", self.why)):
+            for value, n in frame.group_by(column).len().iter_rows():
+                if value is not None:
+                    counts[value] = counts.get(value, 0) + n
+        known = frame.filter(pl.col("proc").is_not_null())
+        self.procs.update(known.get_column("proc").unique().to_list())
+        if files_with_nodes:
+            self.file_procs.append(known.filter(pl.col("file_id").is_in(files_with_nodes))
+                                   .group_by("file_id", "proc").agg(pl.len(),
+                                                                    pl.col("line").min()))
+        self.people.append(known.group_by("proc", "host", "pid").agg(
+            pl.len(), *(pl.col(c).first() for c in (*COORDINATES, *SORT_COLUMNS))))
+        self.last.append(known.filter(pl.col("ts_full").is_not_null()).group_by("proc").agg(
+            pl.col("ts_full").max(), *(pl.col(c).last() for c in SORT_COLUMNS)))
 
 
 @dataclass
 class Analysis:
-    """Everything `analyze` found: the tagged timeline and what the header reports."""
+    """Everything `analyze` found. The timeline itself stays in sorted runs on disk and is
+    read a batch at a time (`batches`); `timeline` and `detail` read it whole."""
 
-    timeline: pl.DataFrame  # TIMELINE_SCHEMA columns, in timeline order
-    detail: pl.DataFrame  # the same rows with every parsed field and the resolver's columns
+    runs: list[Run]
+    tally: Tally
     topology: Topology | None
     topology_source: str | None  # "--config FILE", "server_args line in FILE", or None
     sources: list[Source]
+    workspace: Workspace | None = None
     warnings: list[str] = field(default_factory=list)
     contradictions: list[dict[str, object]] = field(default_factory=list)
     host_nodes: dict[str, int] = field(default_factory=dict)
     findings: list[Finding] = field(default_factory=list)
+    _whole: dict[str, pl.DataFrame] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.workspace is not None:
+            weakref.finalize(self, self.workspace.close)
+
+    def batches(self, columns: Sequence[str] | None = None) -> Iterator[pl.DataFrame]:
+        """The timeline in order, a batch at a time, with `order`; `columns` selects (default:
+        the output contract)."""
+        wanted = list(TIMELINE_SCHEMA) if columns is None else list(columns)
+        stored = [c for c in wanted if c != "order"]
+        for batch in numbered(merge(self.runs, stored)):
+            yield batch.select(wanted)
+
+    def head(self, count: int) -> pl.DataFrame:
+        """The first `count` rows of the timeline (contract columns), without a merge."""
+        rows = head(self.runs, count)
+        if rows.height == 0:
+            return _empty_timeline()
+        return rows.with_columns(pl.int_range(rows.height, dtype=pl.UInt64).alias("order")
+                                 ).select(list(TIMELINE_SCHEMA))
+
+    def tail(self, count: int) -> pl.DataFrame:
+        """The last `count` rows of the timeline (contract columns), without a merge."""
+        rows = tail(self.runs, count)
+        if rows.height == 0:
+            return _empty_timeline()
+        start = self.tally.lines - rows.height
+        return rows.with_columns(pl.int_range(start, start + rows.height, dtype=pl.UInt64)
+                                 .alias("order")).select(list(TIMELINE_SCHEMA))
+
+    @property
+    def timeline(self) -> pl.DataFrame:
+        """The whole timeline (TIMELINE_SCHEMA) in memory: for small sets and tests."""
+        if "timeline" not in self._whole:
+            self._whole["timeline"] = _concat(self.batches(), _empty_timeline())
+        return self._whole["timeline"]
+
+    @property
+    def detail(self) -> pl.DataFrame:
+        """The timeline with the resolver's columns (DETAIL_COLUMNS) too, in memory."""
+        if "detail" not in self._whole:
+            columns = [*TIMELINE_SCHEMA, *DETAIL_COLUMNS]
+            self._whole["detail"] = _concat(self.batches(columns), pl.DataFrame())
+        return self._whole["detail"]
 
     def coverage(self) -> dict[str, int]:
         expected = len(self.topology.processes) if self.topology is not None else 0
-        seen = self.detail["proc"].drop_nulls().n_unique()
-        return {"expected_processes": expected, "processes_seen": seen,
-                "files": len(self.sources), "lines": self.timeline.height,
-                "lines_attributed": int(self.timeline["evidence"].is_not_null().sum())}
+        return {"expected_processes": expected, "processes_seen": len(self.tally.procs),
+                "files": len(self.sources), "lines": self.tally.lines,
+                "lines_attributed": sum(self.tally.evidence.values())}
 
     def report(self) -> dict[str, object]:
         """The `--report` document: findings and coverage."""
         return {"findings": [f.to_json() for f in self.findings], "coverage": self.coverage()}
 
     def evidence_counts(self) -> dict[str, int]:
-        counts = self.timeline.group_by("evidence").len().iter_rows()
-        return {str(evidence): int(n) for evidence, n in counts if evidence is not None}
+        return dict(self.tally.evidence)
 
     def unattributed_reasons(self) -> dict[str, int]:
-        rows = self.detail.filter(pl.col("why").is_not_null()).group_by("why").len().iter_rows()
-        return {str(why): int(n) for why, n in rows}
+        return dict(self.tally.why)
+
+
+def _concat(batches: Iterator[pl.DataFrame], empty: pl.DataFrame) -> pl.DataFrame:
+    frames = list(batches)
+    return pl.concat(frames) if frames else empty
+
+
+def _empty_timeline() -> pl.DataFrame:
+    return pl.DataFrame(schema=TIMELINE_SCHEMA)
+
+
+@dataclass
+class _Scan:
+    """What the parse pass keeps of the whole set: small tables only."""
+
+    chunks: list[Path] = field(default_factory=list)
+    keys: list[pl.DataFrame] = field(default_factory=list)
+    server_args: list[pl.DataFrame] = field(default_factory=list)
+    headers: list[pl.DataFrame] = field(default_factory=list)
+    first_dated: list[pl.DataFrame] = field(default_factory=list)
 
 
 def analyze(
@@ -91,37 +214,201 @@ def analyze(
     clock_offsets: dict[str, float] | None = None,
     validate: bool = True,
     progress: Progress | None = None,
+    chunk_bytes: int = CHUNK_BYTES,
 ) -> Analysis:
-    """Parse, attribute and align every line under `paths`.
+    """Parse, attribute and align every line under `paths`, a chunk at a time.
 
-    `progress(stage, done, total)` is called as each of the STAGES starts.
+    `progress(stage, done, total)` reports each of the STAGES (parsing and attributing count
+    chunks).
     """
-    step = _stepper(progress)
-    step("reading")
+    report = progress or (lambda stage, done, total: None)
+    report("reading", 0, 1)
     sources, warnings = discover(paths)
-    lines, read_warnings = read_lines(sources)
-    warnings += read_warnings
-    step("parsing")
-    parsed = parse(lines)
-    declared, notes = _server_args_lines(parsed, sources, sglang_version)
-    topology, topology_source = _topology(config, declared, sglang_version, validate, notes)
-    file_nodes = _file_nodes(declared, topology, notes)
-    step("attributing")
-    resolution = resolve(parsed, topology, file_nodes=file_nodes)
-    resolution.contradictions.extend(notes)
-    resolution.contradictions.extend(_node_mismatches(resolution, file_nodes))
-    step("aligning")
-    kept = resolution.lines.select(c for c in resolution.lines.columns if c in _DETAIL_COLUMNS)
-    detail = order_lines(complete_timestamps(kept), clock_offsets)
-    timeline = _contract(detail, resolution, sources, file_nodes)
-    contradictions = [_name_file(c, sources) for c in resolution.contradictions]
-    step("diagnosing")
-    context = Context(detail, topology, {s.file_id: s.display for s in sources},
-                      people_table(timeline, detail))
-    findings = diagnose(context, contradictions)
-    step("done")
-    return Analysis(timeline, detail, topology, topology_source, sources, warnings,
-                    contradictions, resolution.host_nodes, findings)
+    workspace = Workspace()
+    try:
+        scan = _parse_pass(sources, chunk_bytes, warnings, workspace, report)
+        declared, notes = _server_args_lines(scan.server_args, sources, sglang_version)
+        topology, topology_source = _topology(config, declared, sglang_version, validate, notes)
+        file_nodes = _file_nodes(declared, topology, notes)
+        attribution = resolve_keys(merge_key_rows(scan.keys), topology, file_nodes)
+        crowded = crowded_headers(_stack(scan.headers), attribution)
+        clock = clock_of(scan.first_dated, _median_dated(scan.chunks))
+        runs, tally = _attribute_pass(scan.chunks, attribution, crowded, clock, clock_offsets,
+                                      sources, file_nodes, workspace, report)
+        contradictions = [*attribution.contradictions, *notes,
+                          *_node_mismatches(tally, attribution, file_nodes)]
+        contradictions = [_name_file(c, sources) for c in contradictions]
+        report("diagnosing", 0, 1)
+        context = Context(_lazy_rows(runs), topology, {s.file_id: s.display for s in sources},
+                          merge_people(tally.people), _stack(tally.events),
+                          _last_lines(tally.last))
+        findings = diagnose(context, contradictions)
+    except BaseException:
+        workspace.close()
+        raise
+    report("done", 1, 1)
+    return Analysis(runs, tally, topology, topology_source, sources, workspace, warnings,
+                    contradictions, attribution.host_nodes, findings)
+
+
+def _stack(frames: list[pl.DataFrame]) -> pl.DataFrame:
+    """The frames one under the other (an empty one keeps the columns of the first)."""
+    full = [f for f in frames if f.height]
+    if not full:
+        return frames[0] if frames else pl.DataFrame()
+    return pl.concat(full, how="diagonal_relaxed")
+
+
+def _parse_pass(sources: list[Source], chunk_bytes: int, warnings: list[str],
+                workspace: Workspace, report: Progress) -> _Scan:
+    """Parse chunk by chunk; spill each parsed chunk and keep only the small whole-set tables."""
+    scan = _Scan()
+    total = max(1, sum(_size(s) for s in sources))
+    done = 0
+    for lines in chain(line_batches(sources, chunk_bytes, warnings), [None]):
+        if lines is None:  # the end: an empty chunk gives the tables their columns
+            if scan.chunks:
+                break
+            lines = empty_lines()
+        done += int(lines.get_column("text").str.len_bytes().sum() or 0) + lines.height
+        report("parsing", min(done, total), total)
+        parsed = local_columns(parse(lines))
+        if parsed.height:
+            scan.chunks.append(workspace.write(parsed, "parsed"))
+        scan.keys.append(key_rows(parsed))
+        scan.server_args.append(parsed.filter(pl.col("server_args").fill_null(False))
+                                .select("file_id", "line", "text"))
+        scan.headers.append(parsed.filter(pl.col("_exc"))
+                            .select("file_id", "line", "part", "ts", "_kh"))
+        scan.first_dated.append(parsed.filter(fully_dated()).group_by(
+            "file_id", maintain_order=True).agg(pl.col("ts").first().alias("_first")))
+    return scan
+
+
+def _size(source: Source) -> int:
+    try:
+        return source.path.stat().st_size
+    except OSError:
+        return 0
+
+
+def _median_dated(chunks: list[Path]) -> Any:
+    if not chunks:
+        return None
+    return (pl.scan_ipc(chunks).filter(fully_dated()).select(pl.col("ts").median())
+            .collect(engine="streaming").item())
+
+
+def _attribute_pass(chunks: list[Path], attribution: Attribution, crowded: pl.DataFrame,
+                    clock: Clock, clock_offsets: dict[str, float] | None,
+                    sources: list[Source], file_nodes: dict[int, int], workspace: Workspace,
+                    report: Progress) -> tuple[list[Run], Tally]:
+    """Attribute and time each spilled chunk, carrying each file's state into the next chunk;
+    write every chunk as a sorted run."""
+    runs: list[Run] = []
+    tally = Tally()
+    ghost: pl.DataFrame | None = None
+    carry: Carry | None = None
+    pending: pl.DataFrame | None = None  # a file's opening rows that have no time yet
+    names = _file_names(sources)
+    for index, path in enumerate(chunks):
+        report("attributing", index, len(chunks))
+        chunk = pl.read_ipc(path)
+        first_file = int(chunk["file_id"][0])
+        if ghost is not None and int(ghost["file_id"][0]) != first_file:
+            ghost = None
+        attributed = attribute(chunk, attribution, crowded, ghost)
+        ghost = next_ghost(chunk, ghost, attributed)
+        attributed = attributed.filter(~pl.col("_ghost"))
+        if pending is not None and int(pending["file_id"][0]) != first_file:
+            runs.append(_write(workspace, pending, tally, file_nodes))  # its file ended untimed
+            pending = None
+        frame = complete_timestamps(attributed, clock, carry)
+        frame = sort_key(frame, clock_offsets, carry)
+        carry = next_carry(frame, carry)
+        frame = _contract(frame, attribution, names, file_nodes)
+        frame = frame.with_columns(_following(frame, chunks[index + 1]
+                                              if index + 1 < len(chunks) else None))
+        if pending is not None:
+            frame = _release(pending, frame)
+            pending = None
+        frame, pending = _hold_untimed(frame, carry, index + 1 < len(chunks))
+        runs.append(_write(workspace, frame, tally, file_nodes))
+    if pending is not None:
+        runs.append(_write(workspace, pending, tally, file_nodes))
+    report("attributing", len(chunks), len(chunks))
+    return [r for r in runs if r.rows], tally
+
+
+def _release(pending: pl.DataFrame, frame: pl.DataFrame) -> pl.DataFrame:
+    """Held-back opening rows of a file take the first time its next rows have."""
+    file_id = int(pending["file_id"][0])
+    keys = frame.filter(pl.col("file_id") == file_id).get_column("_sk")
+    first = keys[0] if keys.len() else None
+    if first is not None:
+        pending = pending.with_columns(pl.lit(first, pl.Int64).alias("_sk"))
+    return pl.concat([pending, frame], how="vertical_relaxed")
+
+
+def _hold_untimed(frame: pl.DataFrame, carry: Carry | None, more: bool
+                  ) -> tuple[pl.DataFrame, pl.DataFrame | None]:
+    """The last file's rows when it has had no time at all yet and goes on in the next chunk:
+    their place is its first time, which is still to come."""
+    if not more or carry is None or carry.running is not None or frame.height == 0:
+        return frame, None
+    mine = pl.col("file_id") == carry.file_id
+    held = frame.filter(mine)
+    if held.height == 0 or held.height > PENDING_ROWS:
+        return frame, None
+    return frame.filter(~mine), held
+
+
+def _write(workspace: Workspace, frame: pl.DataFrame, tally: Tally,
+           file_nodes: dict[int, int]) -> Run:
+    frame = frame.sort(SORT_COLUMNS)
+    tally.add(frame, list(file_nodes))
+    tally.events.append(event_rows(frame))
+    return write_run(workspace, frame.drop("_next"), KEEP_ROWS)
+
+
+def _following(frame: pl.DataFrame, next_chunk: Path | None) -> pl.Series:
+    """`_next`: the text of the next physical line of the same file when it continues this
+    one (no header of its own), for fields a hard wrap cut; the next chunk's first line is
+    read for the last row."""
+    columns = ["file_id", "line", "part", "starts_record", "text"]
+    rows = frame.select(columns)
+    if next_chunk is not None:
+        rows = pl.concat([rows, pl.read_ipc(next_chunk, columns=columns, n_rows=1)],
+                         how="vertical_relaxed")
+    after = rows.shift(-1)
+    cont = ((after["file_id"] == rows["file_id"]) & (after["line"] == rows["line"] + 1)
+            & (after["part"] == 0) & ~after["starts_record"].fill_null(False))
+    return after.select(pl.when(pl.lit(cont)).then(pl.col("text")).alias("_next")
+                        ).to_series().head(frame.height)
+
+
+def _file_names(sources: list[Source]) -> pl.DataFrame:
+    return pl.DataFrame({"file_id": [s.file_id for s in sources],
+                         "file": [s.display for s in sources]},
+                        schema={"file_id": pl.UInt32, "file": pl.String})
+
+
+def _lazy_rows(runs: list[Run]) -> pl.LazyFrame:
+    pieces = [p for r in runs for p in r.pieces]
+    if not pieces:
+        return pl.LazyFrame(schema={**TIMELINE_SCHEMA, "file_id": pl.UInt32, "proc": pl.UInt32,
+                                    "record": pl.UInt32})
+    return pl.scan_ipc(pieces)
+
+
+def _last_lines(parts: list[pl.DataFrame]) -> pl.DataFrame:
+    """proc -> its latest time and its last line in timeline order."""
+    frame = _stack(parts)
+    if frame.height == 0:
+        return pl.DataFrame(schema={"proc": pl.UInt32, "ts_full": pl.Datetime("us"),
+                                    "file_id": pl.UInt32, "line": pl.UInt32})
+    return (frame.sort(SORT_COLUMNS).group_by("proc")
+            .agg(pl.col("ts_full").max(), pl.col("file_id").last(), pl.col("line").last()))
 
 
 @dataclass(frozen=True)
@@ -134,13 +421,13 @@ class _Declared:
     config: LaunchConfig
 
 
-def _server_args_lines(parsed: pl.DataFrame, sources: list[Source], version: str | None
+def _server_args_lines(found: list[pl.DataFrame], sources: list[Source], version: str | None
                        ) -> tuple[list[_Declared], list[dict[str, object]]]:
     """Every readable server_args line; an unreadable one is a contradiction, not an error."""
     declared: list[_Declared] = []
     notes: list[dict[str, object]] = []
-    rows = parsed.filter(pl.col("server_args").fill_null(False)).select("file_id", "line", "text")
-    for file_id, line, text in rows.iter_rows():
+    rows = _stack(found)
+    for file_id, line, text in (rows.iter_rows() if rows.height else ()):
         where = f"{sources[file_id].display}:{line}"
         try:
             values = fields_from_server_args_line(text)
@@ -212,47 +499,42 @@ def _file_nodes(declared: list[_Declared], topology: Topology | None,
     return {f: next(iter(n)) for f, n in nodes.items() if len(n) == 1}
 
 
-def _node_mismatches(resolution: Resolution, file_nodes: dict[int, int]
+def _node_mismatches(tally: Tally, attribution: Attribution, file_nodes: dict[int, int]
                      ) -> list[dict[str, object]]:
     """Files whose server_args node_rank disagrees with the node of the processes in them."""
-    if not file_nodes:
+    counts = _stack(tally.file_procs)
+    if not file_nodes or counts.height == 0:
         return []
-    nodes = resolution.processes.select("proc", "node_rank")
-    rows = (resolution.lines.filter(pl.col("file_id").is_in(list(file_nodes))
-                                    & pl.col("proc").is_not_null())
-            .join(nodes, on="proc").select("file_id", "line", "node_rank"))
+    nodes = attribution.processes.select("proc", "node_rank")
+    rows = (counts.group_by("file_id", "proc").agg(pl.col("len").sum(), pl.col("line").min())
+            .join(nodes, on="proc").sort("file_id", "line"))
     notes: list[dict[str, object]] = []
     for (file_id,), group in rows.group_by("file_id", maintain_order=True):
         declared = file_nodes[int(file_id)]
         other = group.filter(pl.col("node_rank") != declared)
         if other.height:
-            notes.append({"kind": "node-rank-mismatch", "count": other.height,
-                          "file_id": int(file_id), "line": int(other["line"][0]),
+            lines = int(other["len"].sum())
+            notes.append({"kind": "node-rank-mismatch", "count": lines,
+                          "file_id": int(file_id), "line": int(other.select(pl.col("line").min()).item()),
                           "detail": f"the server_args line says node_rank {declared} but "
-                          f"{other.height} line(s) come from processes the topology puts on "
+                          f"{lines} line(s) come from processes the topology puts on "
                           f"node(s) {sorted(set(other['node_rank'].to_list()))}; their node and "
                           "GPU are left empty"})
     return notes
 
 
-def _contract(detail: pl.DataFrame, resolution: Resolution, sources: list[Source],
+def _contract(frame: pl.DataFrame, attribution: Attribution, names: pl.DataFrame,
               file_nodes: dict[int, int]) -> pl.DataFrame:
-    """The output columns of the contract, in its order and types."""
-    procs = resolution.processes.select("proc", *COORDINATES)
-    names = pl.DataFrame({"file_id": [s.file_id for s in sources],
-                          "file": [s.display for s in sources]},
-                         schema={"file_id": pl.UInt32, "file": pl.String})
+    """A chunk as the runs store it: the output contract's columns (but `order`, given by the
+    merge) in its types, DETAIL_COLUMNS, and the sort key `_sk`."""
+    procs = attribution.processes.select("proc", *COORDINATES)
     node_of_file = pl.DataFrame({"file_id": list(file_nodes), "file_node": list(file_nodes.values())},
                                 schema={"file_id": pl.UInt32, "file_node": pl.Int32})
-    # joins on the key columns only; the wide detail frame is never copied
-    frame = detail.select(*(c for c in TIMELINE_SCHEMA if c in detail.columns
-                            and c not in COORDINATES and c not in ("ts", "role", "host")),
-                          "proc", "role", "eff_host", "file_id")
     by_proc = frame.select("proc").join(procs, on="proc", how="left", maintain_order="left")
     by_file = (frame.select("file_id").join(names, on="file_id", how="left", maintain_order="left")
                .join(node_of_file, on="file_id", how="left", maintain_order="left"))
     frame = frame.with_columns(*by_proc.drop("proc"), *by_file.drop("file_id"),
-                               ts_text(detail.get_column("ts_full")))
+                               ts_text(frame.get_column("ts_full")), time_key())
     # a line of a process the topology puts on another node than its file's server_args line
     # says: the node (and so the GPU) is contradicted, the process is not
     wrong_node = (pl.col("node_rank") != pl.col("file_node")).fill_null(False)
@@ -264,7 +546,8 @@ def _contract(detail: pl.DataFrame, resolution: Resolution, sources: list[Source
         pl.when(wrong_node).then(None).otherwise(pl.col("gpu_id")).alias("gpu_id"),
         pl.col("eff_host").alias("host"),
     )
-    return frame.select(pl.col(name).cast(dtype) for name, dtype in TIMELINE_SCHEMA.items())
+    return frame.select(*(pl.col(name).cast(dtype) for name, dtype in TIMELINE_SCHEMA.items()
+                          if name != "order"), *DETAIL_COLUMNS, "_sk")
 
 
 def _name_file(contradiction: dict[str, object], sources: list[Source]) -> dict[str, object]:
@@ -275,19 +558,33 @@ def _name_file(contradiction: dict[str, object], sources: list[Source]) -> dict[
     return named
 
 
-def select_rows(analysis: Analysis, selector: Selector) -> pl.DataFrame:
-    """Timeline rows whose coordinates match `selector` (see logcorr.selector)."""
-    frame = analysis.timeline
+def select_rows(analysis: Analysis, selector: Selector | None = None,
+                since: str | None = None, until: str | None = None) -> Iterator[pl.DataFrame]:
+    """Timeline batches (contract columns) whose coordinates match `selector` (see
+    logcorr.selector) and whose own time is inside [since, until]. Bad options raise here,
+    before the first batch."""
+    from logcorr.output import time_condition
+
     condition = pl.lit(True)
-    for column, value in selector.values.items():
-        condition &= pl.col(column) == value
-    for token, value in selector.tokens.items():
-        condition &= pl.col(PREFIX_TOKENS[token]) == value
-    if selector.role is not None:
-        condition &= pl.col("role") == selector.role
-    if selector.group is not None:
-        condition &= _group_condition(analysis.topology, *selector.group)
-    return frame.filter(condition.fill_null(False))
+    if selector is not None:
+        for column, value in selector.values.items():
+            condition &= pl.col(column) == value
+        for token, value in selector.tokens.items():
+            condition &= pl.col(PREFIX_TOKENS[token]) == value
+        if selector.role is not None:
+            condition &= pl.col("role") == selector.role
+        if selector.group is not None:
+            condition &= _group_condition(analysis.topology, *selector.group)
+    if since is not None or until is not None:
+        condition &= time_condition(since, until)
+    return _filtered(analysis.batches(), condition.fill_null(False))
+
+
+def _filtered(batches: Iterator[pl.DataFrame], condition: pl.Expr) -> Iterator[pl.DataFrame]:
+    for batch in batches:
+        kept = batch.filter(condition)
+        if kept.height:
+            yield kept
 
 
 def _group_condition(topology: Topology | None, name: str, world_rank: int) -> pl.Expr:

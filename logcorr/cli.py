@@ -28,7 +28,6 @@ from logcorr.fixtures import Comparison, compare, new_fixture, open_fixture, wri
 from logcorr.fixtures import run as run_fixture
 from logcorr.output import (
     MACHINE_FORMATS,
-    filter_time,
     parse_clock_offsets,
     write_json,
     write_machine,
@@ -161,20 +160,20 @@ def _run_analyze(args: argparse.Namespace) -> int:
         analysis = analyze(args.paths, config=args.config, sglang_version=args.sglang_version,
                            clock_offsets=offsets, validate=not args.no_validate,
                            progress=progress)
-    frame = select_rows(analysis, selector) if selector else analysis.timeline
-    frame = filter_time(frame, args.since, args.until)
+    filtered = selector is not None or args.since is not None or args.until is not None
+    batches = select_rows(analysis, selector, args.since, args.until)
     if args.report:
         write_json(analysis.report(), args.report)
     if fmt in MACHINE_FORMATS:
         for warning in analysis.warnings:  # the header that carries them is not printed
             sys.stderr.write(f"logcorr: warning: {inert(warning)}\n")
-        write_machine(frame, fmt, args.output)
+        write_machine(batches, fmt, args.output)
     else:
         with _text_stream(args.output) as stream:
             tty = stream is sys.stdout and sys.stdout.isatty()
             console = Console(file=stream, soft_wrap=True, highlight=False,
                               force_terminal=None if tty else False, width=None if tty else 160)
-            _print_timeline(console, analysis, frame, fmt, args.limit)
+            _print_timeline(console, analysis, batches if filtered else None, fmt, args.limit)
     failed = any(f.severity == "error" for f in analysis.findings)
     return 1 if args.exit_code and failed else 0
 
@@ -195,11 +194,11 @@ def _progress_bar() -> Iterator[Callable[[str, int, int], None] | None]:
         yield update
 
 
-def _print_timeline(console: Console, analysis: Analysis, frame: pl.DataFrame, fmt: str,
-                    limit: int) -> None:
+def _print_timeline(console: Console, analysis: Analysis,
+                    batches: Iterator[pl.DataFrame] | None, fmt: str, limit: int) -> None:
     console.print(findings_view(analysis))
-    console.print(header(analysis, min(frame.height, limit) if limit > 0 else frame.height))
-    for piece in head_tail(frame, limit):
+    console.print(header(analysis, analysis.tally.lines if batches is None else None, limit))
+    for piece in head_tail(analysis, batches, limit):
         if isinstance(piece, str):
             console.print(Text(piece, style="dim"))
         elif fmt == "rich":

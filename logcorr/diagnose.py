@@ -86,13 +86,15 @@ class Finding:
 
 @dataclass
 class Context:
-    """What the rules read: the rows with their process, and who each process is.
+    """What the rules read: the few rows any rule looks at, and who each process is.
 
-    `events` holds the few rows any rule looks at (a message stem, an NCCL communicator line
-    or a torch rank), found with one pass over the text; `last` is each process's last line.
+    `events` holds the rows with a message stem, an NCCL communicator field or a torch rank
+    (`event_rows`, gathered chunk by chunk, with `_next`: the next physical line's text when
+    it continues the line); `last` is each process's latest time and last line; `rows` reads
+    the whole timeline (lazily, for the few lookups that need more than the events).
     """
 
-    rows: pl.DataFrame  # detail rows in timeline order (proc, ts_full, text, parsed fields)
+    rows: pl.LazyFrame  # all rows, in no particular order (proc, record, text, ...)
     topology: Topology | None
     files: dict[int, str]
     people: dict[int, dict[str, Any]]  # proc -> full coordinates + host + pid
@@ -100,15 +102,11 @@ class Context:
     last: pl.DataFrame = field(default_factory=pl.DataFrame)
 
     def __post_init__(self) -> None:
-        stems = "|".join(regex.escape(s) for s in ALL_STEMS)
-        self.events = self.rows.filter(
-            pl.col("text").str.contains(stems) | pl.col("comm_id").is_not_null()
-            | pl.col("torch_rank").is_not_null())
-        self.events = _rejoin_wrapped(self.events, self.rows)
-        self.last = (self.rows.filter(pl.col("proc").is_not_null()
-                                      & pl.col("ts_full").is_not_null())
-                     .group_by("proc").agg(pl.col("ts_full").max(), pl.col("file_id").last(),
-                                           pl.col("line").last()))
+        if self.events.height == 0:
+            self.events = pl.DataFrame(schema=_EVENT_SCHEMA)
+        self.events = _rejoin_wrapped(self.events.sort(_ORDER).with_columns(
+            pl.int_range(pl.len(), dtype=pl.UInt64).alias("order"),
+            pl.col("host").alias("eff_host")))
 
     def who(self, procs: Iterable[int]) -> list[dict[str, Any]]:
         return [self.people[p] for p in sorted(set(procs)) if p in self.people]
@@ -116,6 +114,45 @@ class Context:
     def cite(self, rows: pl.DataFrame, limit: int = 8) -> list[dict[str, Any]]:
         return [{"file": self.files.get(f, "?"), "line": int(n)}
                 for f, n in rows.select("file_id", "line").head(limit).iter_rows()]
+
+
+_ORDER = ["_sk", "file_id", "line", "part"]  # the timeline order (see logcorr.stream)
+_STEMS = "|".join(regex.escape(s) for s in ALL_STEMS)
+_EVENT_SCHEMA: dict[str, pl.DataType] = {"_sk": pl.Int64(), "file_id": pl.UInt32(), "line": pl.UInt32(), "part": pl.UInt16(),
+                 "text": pl.String(), "proc": pl.UInt32(), "ts_full": pl.Datetime("us"),
+                 "host": pl.String(), "pid": pl.Int64(), "record": pl.UInt32(),
+                 "starts_record": pl.Boolean(), "torch_rank": pl.Int32(), "pg_desc": pl.String(),
+                 "pg_rank": pl.Int32(), "seq": pl.Int64(), "op": pl.String(),
+                 "last_enqueued": pl.Int64(), "last_completed": pl.Int64(), "comm_id": pl.String(),
+                 "comm_nranks": pl.Int32(), "nccl_phase": pl.String(), "_next": pl.String()}
+
+
+def event_rows(frame: pl.DataFrame) -> pl.DataFrame:
+    """The rows of a chunk that a rule may read (a message stem, an NCCL communicator line or
+    a torch rank), with the columns the rules use."""
+    hits = frame.filter(pl.col("text").str.contains(_STEMS) | pl.col("comm_id").is_not_null()
+                        | pl.col("torch_rank").is_not_null())
+    return hits.select(pl.col(name).cast(dtype) for name, dtype in _EVENT_SCHEMA.items())
+
+
+def merge_people(parts: list[pl.DataFrame]) -> dict[int, dict[str, Any]]:
+    """proc -> its coordinates (from its first line) with the host and PID most of its lines
+    show (ties: the smallest), from per-chunk (proc, host, pid, len, coordinates, key)."""
+    parts = [p for p in parts if p.height]
+    if not parts:
+        return {}
+    counts = pl.concat(parts)
+
+    def most_common(name: str) -> pl.DataFrame:
+        per = (counts.filter(pl.col(name).is_not_null()).group_by("proc", name)
+               .agg(pl.col("len").sum()))
+        return (per.filter(pl.col("len") == pl.col("len").max().over("proc"))
+                .group_by("proc").agg(pl.col(name).min()))
+    first = counts.sort(_ORDER).group_by("proc", maintain_order=True).agg(
+        *(pl.col(c).first() for c in COORDINATES))
+    table = (first.join(most_common("host"), on="proc", how="left")
+             .join(most_common("pid"), on="proc", how="left"))
+    return {int(row.pop("proc")): row for row in table.iter_rows(named=True)}
 
 
 # Fields of a watchdog line that a terminal copy may have hard-wrapped onto the next line.
@@ -127,28 +164,18 @@ _WRAPPED_FIELDS = {
 }
 
 
-def _rejoin_wrapped(events: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
+def _rejoin_wrapped(events: pl.DataFrame) -> pl.DataFrame:
     """Watchdog lines cut by a hard wrap (`WorkNCCL(S` / `eqNum=9141, …`): read their fields
-    again from the line joined with the next physical line, when that one has no header."""
+    again from the line joined with the next physical line (`_next`)."""
     cut = (pl.col("text").str.contains("WorkNCCL(", literal=True) & pl.col("seq").is_null()
            | pl.col("text").str.contains("last enqueued", literal=True)
            & pl.col("last_completed").is_null()
            | pl.col("text").str.contains("PG GUID", literal=True) & pl.col("pg_desc").is_null())
-    wrapped = events.filter(cut)
-    if wrapped.height == 0:
-        return events
-    following = (rows.filter(~pl.col("starts_record").fill_null(False)
-                             & (pl.col("part") == 0))
-                 .select("file_id", (pl.col("line") - 1).alias("line"),
-                         pl.col("text").alias("_next"))
-                 .join(wrapped.select("file_id", "line"), on=["file_id", "line"], how="semi"))
-    wrapped = wrapped.join(following, on=["file_id", "line"], how="left")
     joined = pl.col("text") + pl.col("_next").fill_null("")
-    wrapped = wrapped.with_columns(
-        pl.coalesce(name, joined.str.extract(pattern, group).cast(dtype, strict=False))
-        .alias(name) for name, (pattern, group, dtype) in _WRAPPED_FIELDS.items()
-    ).drop("_next")
-    return pl.concat([events.filter(~cut), wrapped.select(events.columns)]).sort("order")
+    return events.with_columns(
+        pl.when(cut).then(pl.coalesce(name, joined.str.extract(pattern, group)
+                                      .cast(dtype, strict=False))).otherwise(pl.col(name))
+        .alias(name) for name, (pattern, group, dtype) in _WRAPPED_FIELDS.items())
 
 
 def _contains_any(stems: Iterable[str]) -> pl.Expr:
@@ -157,19 +184,6 @@ def _contains_any(stems: Iterable[str]) -> pl.Expr:
 
 def _iso(value: datetime | None) -> str | None:
     return value.isoformat() if value is not None else None
-
-
-def people_table(timeline: pl.DataFrame, detail: pl.DataFrame) -> dict[int, dict[str, Any]]:
-    """proc -> its coordinates with the host and PID most of its lines show (one aggregation)."""
-    joined = pl.concat([detail.select("proc"), timeline.select("host", "pid", *COORDINATES)],
-                       how="horizontal").filter(pl.col("proc").is_not_null())
-
-    def most_common(name: str) -> pl.Expr:
-        values = pl.col(name).drop_nulls()
-        return values.mode().sort().first().alias(name)
-    table = joined.group_by("proc").agg(*(pl.col(c).first() for c in COORDINATES),
-                                        most_common("host"), most_common("pid"))
-    return {int(row.pop("proc")): row for row in table.iter_rows(named=True)}
 
 
 def diagnose(ctx: Context, contradictions: list[dict[str, object]]) -> list[Finding]:
@@ -224,17 +238,21 @@ def crash_findings(ctx: Context) -> list[Finding]:
                     waiting=ctx.who(later["proc"].to_list()))]
 
 
-def _record_tail(rows: pl.DataFrame, root: dict[str, Any]) -> pl.DataFrame:
+def _record(rows: pl.LazyFrame, root: dict[str, Any]) -> pl.DataFrame:
+    """The rows of the root's record (its traceback), in file order."""
+    return rows.filter((pl.col("file_id") == root["file_id"]) & (pl.col("record") == root[
+        "record"]) & (pl.col("proc") == root["proc"])).select(
+        "file_id", "line", "part", "text").collect().sort("line", "part")
+
+
+def _record_tail(rows: pl.LazyFrame, root: dict[str, Any]) -> pl.DataFrame:
     """The last line of the root's record (`ExcType: message` of its traceback)."""
-    record = rows.filter((pl.col("file_id") == root["file_id"]) & (pl.col("record") == root[
-        "record"]) & (pl.col("proc") == root["proc"]))
-    return record.sort("line", "part").tail(1)
+    return _record(rows, root).tail(1)
 
 
-def _exception_text(rows: pl.DataFrame, root: dict[str, Any]) -> str:
+def _exception_text(rows: pl.LazyFrame, root: dict[str, Any]) -> str:
     """`ExcType: message` closing the root's traceback, else the root line's own message."""
-    record = rows.filter((pl.col("file_id") == root["file_id"])
-                         & (pl.col("record") == root["record"]) & (pl.col("proc") == root["proc"]))
+    record = _record(rows, root)
     closing = record.filter(pl.col("text").str.contains(
         r"^[A-Za-z_][\w.]*(?:Error|Exception|Interrupt|Exit)\b"))
     if closing.height:
@@ -431,7 +449,8 @@ def init_findings(ctx: Context) -> list[Finding]:
     reached: dict[int, int] = {}
     open_phase: dict[int, tuple[int, dict[str, Any]]] = {}
     for index, (_, begins, ends) in enumerate(PHASES):
-        began = rows.filter(_contains_any(begins)).group_by("proc").agg(pl.all().first())
+        began = rows.filter(_contains_any(begins)).group_by("proc", maintain_order=True).agg(
+            pl.all().first())
         ended = set(rows.filter(_contains_any(ends))["proc"].to_list())
         for row in began.iter_rows(named=True):
             reached[row["proc"]] = max(reached.get(row["proc"], -1), index)
@@ -465,7 +484,7 @@ def _nccl_init_findings(ctx: Context) -> list[Finding]:
     nccl = ctx.events.filter(pl.col("comm_id").is_not_null()
                              & pl.col("nccl_phase").is_not_null())
     findings = []
-    for (comm_id,), group in nccl.group_by("comm_id"):
+    for (comm_id,), group in nccl.group_by("comm_id", maintain_order=True):
         started = group.filter(pl.col("nccl_phase") == "Init START")
         done = set(group.filter(pl.col("nccl_phase") == "Init COMPLETE")["pid"].to_list())
         hung = started.filter(~pl.col("pid").is_in(list(done)))
@@ -545,7 +564,7 @@ def clock_findings(ctx: Context) -> list[Finding]:
                                & pl.col("eff_host").is_not_null()
                                & pl.col("ts_full").is_not_null())
     per_host: dict[str, list[float]] = {}
-    for (_, _), group in timeouts.group_by("pg_desc", "seq"):
+    for (_, _), group in timeouts.group_by("pg_desc", "seq", maintain_order=True):
         hosts = group.group_by("eff_host").agg(pl.col("ts_full").median())
         if hosts.height < 2:
             continue

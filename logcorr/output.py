@@ -8,14 +8,16 @@ import math
 import os
 import secrets
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import IO
 
 import polars as pl
+from polars.io.plugins import register_io_source
 
 from logcorr.errors import InputError
+from logcorr.model import TIMELINE_SCHEMA
 
 MACHINE_FORMATS = ("jsonl", "csv", "parquet")
 _MAX_OFFSET_SECONDS = 1e9  # about 31 years; larger shifts overflow the time arithmetic
@@ -57,18 +59,15 @@ def parse_time(text: str, option: str) -> datetime:
     return moment
 
 
-def filter_time(frame: pl.DataFrame, since: str | None, until: str | None) -> pl.DataFrame:
-    """Keep rows whose own time is inside [since, until]; rows without a time are dropped
-    only when a bound is given."""
-    if since is None and until is None:
-        return frame
+def time_condition(since: str | None, until: str | None) -> pl.Expr:
+    """Rows whose own time is inside [since, until]; rows without a time do not match."""
     ts = pl.col("ts").str.to_datetime(strict=False, time_unit="us")
     condition = ts.is_not_null()
     if since is not None:
         condition &= ts >= parse_time(since, "--since")
     if until is not None:
         condition &= ts <= parse_time(until, "--until")
-    return frame.filter(condition)
+    return condition
 
 
 def write_json(document: object, output: str) -> None:
@@ -82,19 +81,21 @@ def write_text(text: str, output: str) -> None:
     _atomic(output, lambda stream: stream.write(text.encode("utf-8")))
 
 
-def write_machine(frame: pl.DataFrame, fmt: str, output: str | None) -> None:
-    """Write jsonl/csv/parquet to `output` (atomically: a temporary file renamed at the end,
-    so an interrupted run leaves no partial file under the final name) or to stdout."""
+def write_machine(batches: Iterable[pl.DataFrame], fmt: str, output: str | None) -> None:
+    """Write timeline batches (TIMELINE_SCHEMA) as jsonl/csv/parquet to `output`, a batch at
+    a time (atomically: a temporary file renamed at the end, so an interrupted run leaves no
+    partial file under the final name) or to stdout."""
     if output is None:
         if fmt == "parquet":
             raise InputError("parquet output needs a file: add -o OUT.parquet")
-        _write(frame, fmt, sys.stdout.buffer)
+        _write_text_batches(batches, fmt, sys.stdout.buffer)
         sys.stdout.buffer.flush()
         return
-    _atomic(output, lambda stream: _write(frame, fmt, stream))
+    _atomic(output, None, lambda path: _write(batches, fmt, path))
 
 
-def _atomic(output: str, write: Callable[[IO[bytes]], object]) -> None:
+def _atomic(output: str, write: Callable[[IO[bytes]], object] | None,
+            write_path: Callable[[str], object] | None = None) -> None:
     """Write through a temporary file renamed into place at the end.
 
     The temporary name is chosen before the file is created, so a Ctrl-C at any point
@@ -111,7 +112,10 @@ def _atomic(output: str, write: Callable[[IO[bytes]], object]) -> None:
     try:
         handle = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
         with os.fdopen(handle, "wb") as stream:
-            write(stream)
+            if write is not None:
+                write(stream)
+        if write_path is not None:
+            write_path(temp)
         os.replace(temp, target)
     except OSError as error:
         raise InputError(f"cannot write {output}: {error.strerror}") from None
@@ -128,10 +132,30 @@ def _discard(temp: str) -> None:
         os.unlink(temp)
 
 
-def _write(frame: pl.DataFrame, fmt: str, stream: IO[bytes]) -> None:
-    if fmt == "jsonl":
-        frame.write_ndjson(stream)
-    elif fmt == "csv":
-        frame.write_csv(stream)
-    else:
-        frame.write_parquet(stream)
+def _write(batches: Iterable[pl.DataFrame], fmt: str, path: str) -> None:
+    if fmt == "parquet":
+        _sink_parquet(batches, path)
+        return
+    with open(path, "wb") as stream:
+        _write_text_batches(batches, fmt, stream)
+
+
+def _write_text_batches(batches: Iterable[pl.DataFrame], fmt: str, stream: IO[bytes]) -> None:
+    header = True
+    for batch in batches:
+        if fmt == "jsonl":
+            batch.write_ndjson(stream)
+        else:
+            batch.write_csv(stream, include_header=header)
+        header = False
+    if header and fmt == "csv":  # no rows: the header alone
+        pl.DataFrame(schema=TIMELINE_SCHEMA).write_csv(stream)
+
+
+def _sink_parquet(batches: Iterable[pl.DataFrame], path: str) -> None:
+    """Stream the batches into one parquet file (polars' streaming sink over a Python source)."""
+    def source(with_columns: list[str] | None, predicate: pl.Expr | None, n_rows: int | None,
+               batch_size: int | None) -> Iterator[pl.DataFrame]:
+        yield from batches
+
+    register_io_source(source, schema=TIMELINE_SCHEMA).sink_parquet(path)

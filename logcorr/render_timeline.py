@@ -7,7 +7,7 @@ escapes in the terminal views. Machine formats keep the text byte for byte.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING
 
 import polars as pl
@@ -63,8 +63,9 @@ def tag_expr(topology: Topology | None = None) -> pl.Expr:
             .otherwise(pl.lit(""))).fill_null("")
 
 
-def header(analysis: Analysis, shown: int) -> RenderableType:
-    """Topology, files, line counts, attribution by evidence, what is unattributed and why."""
+def header(analysis: Analysis, selected: int | None, limit: int) -> RenderableType:
+    """Topology, files, line counts, attribution by evidence, what is unattributed and why.
+    `selected`: the lines the view draws from (None: a filter, counted as it is read)."""
     lines: list[Text] = []
     if analysis.topology is not None:
         lines.append(Text(f"topology: {summary_line(analysis.topology)} "
@@ -72,9 +73,13 @@ def header(analysis: Analysis, shown: int) -> RenderableType:
     else:
         lines.append(Text("topology: unknown (no --config and no server_args line in the "
                           "logs); coordinates are only what the lines print", style="bold yellow"))
-    total = analysis.timeline.height
+    total = analysis.tally.lines
     evidence = analysis.evidence_counts()
     attributed = sum(evidence.values())
+    if selected is None:
+        shown = f"the selected lines{f', at most {limit}' if limit > 0 else ''}"
+    else:
+        shown = str(min(selected, limit) if limit > 0 else selected)
     lines.append(Text(f"files: {len(analysis.sources)}   lines: {total}   shown: {shown}"))
     lines.append(Text(f"attributed to a scheduler: {attributed} ({_percent(attributed, total)}) "
                       "by " + (", ".join(f"{k} {v}" for k, v in sorted(evidence.items()))
@@ -112,15 +117,49 @@ def timeline_table(frame: pl.DataFrame, topology: Topology | None = None) -> Tab
     return table
 
 
-def head_tail(frame: pl.DataFrame, limit: int) -> Iterator[pl.DataFrame | str]:
-    """At most `limit` rows: the first and last halves with a marker between (0 = all)."""
-    if limit <= 0 or frame.height <= limit:
-        yield frame
-        return
+def head_tail(analysis: Analysis, batches: Iterable[pl.DataFrame] | None, limit: int
+              ) -> Iterator[pl.DataFrame | str]:
+    """At most `limit` rows: the first and last halves with a marker between (0 = all).
+
+    `batches` are filtered timeline rows (read as they come: the head shows before the end
+    is reached), or None for the whole timeline, whose head and tail need no merge at all."""
     half = limit // 2
-    yield frame.head(half)
-    yield f"... {frame.height - 2 * half} lines not shown (use --limit 0 to show all) ..."
-    yield frame.tail(half)
+    if batches is None:
+        total = analysis.tally.lines
+        if limit <= 0 or total <= limit:
+            yield from analysis.batches()
+            return
+        yield analysis.head(half)
+        yield _marker(total - 2 * half)
+        yield analysis.tail(half)
+        return
+    if limit <= 0:
+        yield from batches
+        return
+    first: list[pl.DataFrame] = []
+    seen = 0
+    stream = iter(batches)
+    for batch in stream:
+        first.append(batch)
+        seen += batch.height
+        if seen > limit:
+            break
+    rows = pl.concat(first) if first else pl.DataFrame()
+    if seen <= limit:
+        if rows.height:
+            yield rows
+        return
+    yield rows.head(half)
+    last = rows.slice(half)
+    for batch in stream:
+        seen += batch.height
+        last = pl.concat([last, batch]).tail(half)
+    yield _marker(seen - 2 * half)
+    yield last.tail(half)
+
+
+def _marker(hidden: int) -> str:
+    return f"... {hidden} lines not shown (use --limit 0 to show all) ..."
 
 
 def text_lines(frame: pl.DataFrame, topology: Topology | None = None) -> Iterator[str]:

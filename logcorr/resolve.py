@@ -130,15 +130,81 @@ def _attach(frame: pl.DataFrame, table: pl.DataFrame, on: list[str],
 
 
 # --------------------------------------------------------------------------- main entry
+#
+# Attribution runs in two steps so that a log set never has to be in memory at once:
+#
+# 1. `local_columns` (per chunk of lines): what a line says by itself - its role from message
+#    stems, whether it is an NCCL main-thread line, whether it opens an exception record - and
+#    `_kh`, a hash of its KEY_COLUMNS. Every whole-set rule (a PID tied to a process in one
+#    file applies in all; a host's node; a communicator's members) depends on a line only
+#    through those columns, so
+# 2. `resolve_keys` runs the rules once on the distinct key rows of the whole set (a few
+#    thousand, whatever the number of lines), and `attribute` (per chunk again) joins the
+#    answer back on `_kh` and adds what depends on the line's neighbours: continuation lines
+#    and files that belong to one process.
+
+KEY_COLUMNS: tuple[str, ...] = (
+    "file_id", *PREFIX_COLUMNS, "proctitle", "host", "source", "_main", "device_id", "link_pid",
+    "p_pid", "pid", "comm_id", "comm_rank", "comm_nranks", "torch_rank", "pg_desc", "pg_rank",
+    "role", "server_args",
+)
+_SEEDS = (0x10C0, 0x5EED)  # two independent hashes: the second detects collisions of the first
 
 
-def resolve(parsed: pl.DataFrame, topology: Topology | None,
-            file_nodes: dict[int, int] | None = None) -> Resolution:
-    """Attribute every row of `parsed` (PARSED_SCHEMA, in file order) to a process.
+@dataclass
+class Attribution:
+    """What the whole set says about each distinct key row (see KEY_COLUMNS)."""
+
+    table: pl.DataFrame  # _kh -> proc, evidence, conflict, role, eff_host
+    processes: pl.DataFrame  # proc -> coordinates (the topology's, or what prefixes print)
+    file_procs: pl.DataFrame  # file_id -> file_proc: a file that belongs to one process
+    contradictions: list[dict[str, object]] = field(default_factory=list)
+    host_nodes: dict[str, int] = field(default_factory=dict)
+
+
+def local_columns(parsed: pl.DataFrame) -> pl.DataFrame:
+    """Add what each line says by itself: `role` from message stems, `_main` (an NCCL line of
+    the process's main thread), `_exc` (opens an exception record) and the key hashes."""
+    frame = _stem_roles(parsed)
+    starts = pl.col("starts_record").fill_null(False)
+    exc = pl.when(starts).then(pl.col("text")).str.contains(_EXCEPTION_HEADER).fill_null(False)
+    frame = frame.with_columns(
+        ((pl.col("source") == "nccl") & (pl.col("tid") == pl.col("pid"))).fill_null(False)
+        .alias("_main"),
+        exc.alias("_exc"))
+    key = pl.struct(KEY_COLUMNS)
+    return frame.with_columns(key.hash(_SEEDS[0]).alias("_kh"), key.hash(_SEEDS[1]).alias("_kh2"))
+
+
+def key_rows(frame: pl.DataFrame) -> pl.DataFrame:
+    """The distinct key rows of a chunk (after `local_columns`), with their line counts and
+    first line."""
+    return frame.group_by("_kh").agg(
+        *(pl.col(c).first() for c in KEY_COLUMNS), pl.col("_kh2").n_unique().alias("_kinds"),
+        pl.col("_kh2").first(), pl.len().alias("_n"), pl.col("line").min())
+
+
+def merge_key_rows(parts: list[pl.DataFrame]) -> pl.DataFrame:
+    """Key rows of several chunks as one table; a hash shared by two different keys (never
+    seen, but checked) is an internal error rather than a silent misattribution."""
+    if not parts:
+        return pl.DataFrame()
+    merged = pl.concat(parts).group_by("_kh").agg(
+        *(pl.col(c).first() for c in KEY_COLUMNS),
+        (pl.col("_kh2").n_unique() + pl.col("_kinds").max() - 1).alias("_kinds"),
+        pl.col("_n").sum(), pl.col("line").min())
+    if merged.height and merged["_kinds"].max() != 1:
+        raise RuntimeError("logcorr: internal error: key hash collision; please report it")
+    return merged.drop("_kinds").sort("file_id", "line")
+
+
+def resolve_keys(keys: pl.DataFrame, topology: Topology | None,
+                 file_nodes: dict[int, int] | None = None) -> Attribution:
+    """Attribute each distinct key row (from `merge_key_rows`) to a process.
 
     `file_nodes` maps a file to the node_rank its server_args line names.
     """
-    frame = parsed.with_columns(pl.int_range(pl.len(), dtype=pl.UInt64).alias("row"))
+    frame = keys
     processes = process_table(topology, frame)
     contradictions: list[dict[str, object]] = []
     frame = _by_prefix(frame, topology, processes, contradictions)
@@ -149,11 +215,49 @@ def resolve(parsed: pl.DataFrame, topology: Topology | None,
     frame = _by_communicator(frame, topology)
     frame = _by_torch_rank(frame, topology, contradictions)
     frame = _combine_direct(frame, contradictions)
-    frame = _roles(frame)
-    frame = _by_continuation(frame)
-    frame = _by_file(frame)
+    frame = _title_roles(frame)
+    table = frame.select("_kh", "proc", "evidence", "conflict", pl.col("role").alias("_role"),
+                         "eff_host")
+    return Attribution(table, processes, _file_procs(frame), contradictions, host_nodes)
+
+
+def attribute(chunk: pl.DataFrame, attribution: Attribution, crowded: pl.DataFrame,
+              ghost: pl.DataFrame | None = None) -> pl.DataFrame:
+    """The process of every row of `chunk` (after `local_columns`, in file order).
+
+    `ghost` is the header row of the record still open at the end of the previous chunk (with
+    its `record` number): it is put in front so continuation lines see their header, and is
+    dropped again. `crowded` lists exception headers (file_id, line, part) whose tracebacks
+    may interleave with another process's.
+    """
+    frame = chunk.with_columns(pl.lit(False).alias("_ghost"), pl.lit(None, pl.UInt32)
+                               .alias("_true_record"))
+    if ghost is not None:
+        frame = pl.concat([ghost.select(chunk.columns).with_columns(
+            pl.lit(True).alias("_ghost"), ghost["record"].cast(pl.UInt32).alias("_true_record")),
+            frame])
+    joined = frame.select("_kh").join(attribution.table, on="_kh", how="left",
+                                      maintain_order="left")
+    frame = frame.with_columns(joined.drop("_kh")).with_columns(
+        pl.col("_role").alias("role")).drop("_role")
+    frame = _by_continuation(frame, crowded)
+    frame = _by_file(frame, attribution.file_procs)
     frame = _explain_unattributed(frame)
-    return Resolution(frame, processes, contradictions, host_nodes)
+    return frame
+
+
+def next_ghost(chunk: pl.DataFrame, ghost: pl.DataFrame | None, attributed: pl.DataFrame
+               ) -> pl.DataFrame | None:
+    """The raw row (of `chunk`, or `ghost` itself) heading the record open at the end of
+    `attributed` (the result of `attribute(chunk, …, ghost)`), with its record number."""
+    if attributed.height == 0:
+        return ghost
+    head = int(attributed["_head_row"][-1])
+    if ghost is not None and head == 0:  # the open record is still the previous chunk's
+        return ghost
+    at = head - (1 if ghost is not None else 0)
+    record = attributed["record"][head]
+    return chunk.slice(at, 1).with_columns(pl.lit(record, pl.UInt32).alias("record"))
 
 
 def _by_prefix(frame: pl.DataFrame, topology: Topology | None, processes: pl.DataFrame,
@@ -168,8 +272,8 @@ def _by_prefix(frame: pl.DataFrame, topology: Topology | None, processes: pl.Dat
         bad = frame.filter(outside)
         first = bad.row(0, named=True)
         contradictions.append({
-            "kind": "prefix-outside-topology", "count": bad.height,
-            "detail": (f"{bad.height} line(s) carry rank tokens no process of the topology "
+            "kind": "prefix-outside-topology", "count": _lines(bad),
+            "detail": (f"{_lines(bad)} line(s) carry rank tokens no process of the topology "
                        f"prints, e.g. {_token_text(first)}"),
             "file_id": first["file_id"], "line": first["line"]})
     titles = frame.filter(pl.col("proctitle").is_not_null()).select("proctitle").unique()
@@ -183,6 +287,11 @@ def _by_prefix(frame: pl.DataFrame, topology: Topology | None, processes: pl.Dat
     else:
         frame = frame.with_columns(pl.lit(None, _PROC).alias("title_proc"))
     return frame
+
+
+def _lines(keys: pl.DataFrame) -> int:
+    """The number of lines behind some key rows."""
+    return int(keys["_n"].sum())
 
 
 def _token_text(row: dict[str, object]) -> str:
@@ -244,9 +353,8 @@ def _by_device(frame: pl.DataFrame, topology: Topology | None, processes: pl.Dat
              .select(pl.col("node_rank").alias("dev_node"), pl.col("gpu_id").alias("device_id"),
                      pl.col("proc").alias("device_proc")))
     frame = _attach(frame, node_map, ["eff_host"])
-    main_thread = (pl.col("source") == "nccl") & (pl.col("tid") == pl.col("pid"))
     frame = _attach(frame, slots, ["dev_node", "device_id"])
-    return frame.with_columns(pl.when(main_thread).then(pl.col("device_proc"))
+    return frame.with_columns(pl.when(pl.col("_main")).then(pl.col("device_proc"))
                               .otherwise(None).alias("device_proc")).drop("dev_node")
 
 
@@ -333,19 +441,28 @@ _ROLE_STEMS = (("DataParallelController hit an exception", "dp_controller"),
 _ROLE_HINT = " hit an exception"  # in every stem
 
 
-def _roles(frame: pl.DataFrame) -> pl.DataFrame:
-    """Non-scheduler processes known by their messages or by a py-spy process title."""
+def _stem_roles(frame: pl.DataFrame) -> pl.DataFrame:
+    """Non-scheduler processes known by their own messages (`TokenizerManager hit an
+    exception` -> main)."""
     unknown = pl.col("role").is_null()
     # one search for what all the stems share; the stems only on the (few) rows that have it
     hinted = frame.select(pl.when(unknown).then(pl.col("text"))
                           .str.contains(_ROLE_HINT, literal=True)).to_series()
+    if not hinted.any():
+        return frame
     text = pl.when(pl.lit(hinted)).then(pl.col("text"))  # null elsewhere
-    tests = [(text.str.contains(stem, literal=True), name) for stem, name in _ROLE_STEMS]
-    tests += [(pl.col("proctitle").str.starts_with(title), name)
-              for title, name in _ROLE_TITLES.items()]
-    role: pl.Expr = pl.col("role")
-    for test, name in reversed(tests):  # one chain: the first test that holds wins
-        role = pl.when(test).then(pl.lit(name)).otherwise(role)
+    role: pl.Expr = pl.lit(None, pl.String)
+    for stem, name in reversed(_ROLE_STEMS):  # one chain: the first stem that holds wins
+        role = pl.when(text.str.contains(stem, literal=True)).then(pl.lit(name)).otherwise(role)
+    return frame.with_columns(pl.coalesce(pl.col("role"), role).alias("role"))
+
+
+def _title_roles(frame: pl.DataFrame) -> pl.DataFrame:
+    """Non-scheduler processes known by a py-spy process title, and the lines of their PID."""
+    role: pl.Expr = pl.lit(None, pl.String)
+    for title, name in reversed(_ROLE_TITLES.items()):
+        role = pl.when(pl.col("proctitle").str.starts_with(title)).then(pl.lit(name)
+                                                                       ).otherwise(role)
     frame = frame.with_columns(pl.coalesce(pl.col("role"), role).alias("role"))
     titled = (frame.filter(pl.col("link_pid").is_not_null() & pl.col("proc").is_null()
                            & pl.col("role").is_not_null() & pl.col("proctitle").is_not_null())
@@ -372,8 +489,8 @@ def _by_torch_rank(frame: pl.DataFrame, topology: Topology | None,
     in_world = pl.col("torch_rank").is_between(0, world - 1)
     outside = frame.filter(pl.col("torch_rank").is_not_null() & ~in_world)
     if outside.height:
-        contradictions.append({"kind": "rank-outside-topology", "count": outside.height,
-                               "detail": f"{outside.height} line(s) name a torch rank outside "
+        contradictions.append({"kind": "rank-outside-topology", "count": _lines(outside),
+                               "detail": f"{_lines(outside)} line(s) name a torch rank outside "
                                          f"the world of {world}", "file_id":
                                          outside["file_id"][0], "line": outside["line"][0]})
     frame = frame.with_columns(pl.when(in_world).then(pl.col("torch_rank")).otherwise(None)
@@ -416,8 +533,8 @@ def _combine_direct(frame: pl.DataFrame, contradictions: list[dict[str, object]]
     )
     conflicts = frame.filter(pl.col("conflict"))
     if conflicts.height:
-        contradictions.append({"kind": "evidence-disagrees", "count": conflicts.height,
-                               "detail": f"{conflicts.height} line(s) carry evidence naming "
+        contradictions.append({"kind": "evidence-disagrees", "count": _lines(conflicts),
+                               "detail": f"{_lines(conflicts)} line(s) carry evidence naming "
                                          "different processes (e.g. prefix vs PID); left "
                                          "unattributed", "file_id": conflicts["file_id"][0],
                                "line": conflicts["line"][0]})
@@ -443,27 +560,42 @@ def _records(starts: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
     return ((counted - before_file).alias("record"), head_row.forward_fill().alias("_head_row"))
 
 
-def _crowded(frame: pl.DataFrame, starts: pl.Expr) -> pl.Series:
-    """Exception headers of a file that share their second with an exception header of
-    another process (or of an unknown one); counted on the (few) exception headers only."""
-    header = frame.select(pl.when(starts).then(pl.col("text")).str.contains(_EXCEPTION_HEADER)
-                          .fill_null(False)).to_series()
-    crowded = pl.repeat(False, frame.height, eager=True).alias("_crowded")
-    if not header.any():
-        return crowded
-    headers = frame.select("file_id", "ts", "proc").with_row_index("_at").filter(header)
+def crowded_headers(headers: pl.DataFrame, attribution: Attribution) -> pl.DataFrame:
+    """Exception headers (rows with `_exc`: file_id, line, part, ts, _kh) of a file that share
+    their second with an exception header of another process (or of an unknown one)."""
+    if headers.height == 0:
+        return headers.select("file_id", "line", "part")
+    procs = headers.select("_kh").join(attribution.table.select("_kh", "proc"), on="_kh",
+                                       how="left", maintain_order="left")
+    headers = headers.with_columns(procs["proc"])
     many = (headers.filter(pl.col("ts").is_not_null())
             .filter(pl.col("proc").n_unique().over("file_id", pl.col("ts").dt.truncate("1s")) > 1))
-    return crowded.scatter(many.get_column("_at"), True)
+    return many.select("file_id", "line", "part")
 
 
-def _by_continuation(frame: pl.DataFrame) -> pl.DataFrame:
+def _mark_crowded(frame: pl.DataFrame, crowded: pl.DataFrame) -> pl.Series:
+    marks = pl.repeat(False, frame.height, eager=True).alias("_crowded")
+    if crowded.height == 0:
+        return marks
+    headers = frame.select("file_id", "line", "part", "_exc").with_row_index("_at").filter(
+        pl.col("_exc"))
+    hits = headers.join(crowded, on=["file_id", "line", "part"], how="semi")
+    return marks.scatter(hits.get_column("_at"), True)
+
+
+def _by_continuation(frame: pl.DataFrame, crowded: pl.DataFrame) -> pl.DataFrame:
     """Rows that continue a record (no header of their own) inherit its header's process and
     role - unless several processes of the file opened an exception record in the same second:
     their tracebacks may interleave, so which line is whose is not known."""
     starts = pl.col("starts_record").fill_null(False)
-    frame = frame.with_columns(*_records(starts))
-    frame = frame.with_columns(_crowded(frame, starts))
+    record, head_row = _records(starts)
+    frame = frame.with_columns(record, head_row, _mark_crowded(frame, crowded))
+    # a ghost row in front carries the true record number of the open record it heads
+    shift = (pl.col("_true_record").cast(pl.Int64) - pl.col("record").cast(pl.Int64)
+             ).forward_fill().fill_null(0)
+    in_ghost_file = pl.col("file_id") == pl.col("file_id").first()
+    frame = frame.with_columns(pl.when(in_ghost_file).then(pl.col("record").cast(pl.Int64) + shift)
+                               .otherwise(pl.col("record")).cast(pl.UInt32).alias("record"))
     header_proc = pl.col("proc").gather(pl.col("_head_row"))
     header_role = pl.col("role").gather(pl.col("_head_row"))
     header_crowded = pl.col("_crowded").gather(pl.col("_head_row"))
@@ -480,18 +612,22 @@ def _by_continuation(frame: pl.DataFrame) -> pl.DataFrame:
     ).drop("_crowded")
 
 
-def _by_file(frame: pl.DataFrame) -> pl.DataFrame:
-    """A file whose identified lines all name one process, and which holds no launcher
-    output (no server_args line, no main-process line), lends that process to its other lines."""
-    identified = pl.col("evidence").is_not_null() & (pl.col("evidence") != "continuation")
-    per_file = (frame.group_by("file_id").agg(
+def _file_procs(keys: pl.DataFrame) -> pl.DataFrame:
+    """file_id -> file_proc for a file whose identified lines all name one process and which
+    holds no launcher output (no server_args line, no main-process line)."""
+    identified = pl.col("evidence").is_not_null()
+    return (keys.group_by("file_id").agg(
         pl.col("proc").filter(identified).unique().drop_nulls().alias("procs"),
         (pl.col("server_args").fill_null(False) | (pl.col("role") == "main").fill_null(False))
         .any().alias("launcher"))
         .filter((pl.col("procs").list.len() == 1) & ~pl.col("launcher"))
         .select("file_id", pl.col("procs").list.first().alias("file_proc")))
+
+
+def _by_file(frame: pl.DataFrame, file_procs: pl.DataFrame) -> pl.DataFrame:
+    """A file that belongs to one process (`_file_procs`) lends it to its other lines."""
     frame = frame.with_columns(frame.select("file_id").join(
-        per_file, on="file_id", how="left", maintain_order="left").get_column("file_proc"))
+        file_procs, on="file_id", how="left", maintain_order="left").get_column("file_proc"))
     ambiguous_header = ((pl.col("source") == "sglang") & pl.col("starts_record").fill_null(False)
                         & pl.all_horizontal(pl.col(c).is_null() for c in PREFIX_COLUMNS))
     lend = (pl.col("proc").is_null() & pl.col("file_proc").is_not_null() & ~pl.col("conflict")
@@ -502,7 +638,7 @@ def _by_file(frame: pl.DataFrame) -> pl.DataFrame:
     return frame.with_columns(
         pl.when(lend).then(pl.col("file_proc")).otherwise(pl.col("proc")).alias("proc"),
         pl.when(lend).then(pl.lit("file")).otherwise(pl.col("evidence")).alias("evidence"),
-    ).drop("file_proc", "_head_row")
+    ).drop("file_proc")
 
 
 def _explain_unattributed(frame: pl.DataFrame) -> pl.DataFrame:

@@ -24,7 +24,8 @@ Example: a.log has 10:00:01 and 10:00:03, b.log has 10:00:02 and a line with no 
 
 from __future__ import annotations
 
-from datetime import timedelta
+from dataclasses import dataclass
+from datetime import datetime, timedelta
 
 import polars as pl
 
@@ -32,15 +33,55 @@ _HALF_YEAR = timedelta(days=183)
 _HALF_DAY = timedelta(hours=12)
 
 
-def complete_timestamps(frame: pl.DataFrame) -> pl.DataFrame:
-    """Add `ts_full` (a full date-time or null) from `ts`, `ts_has_date`, `ts_has_year`."""
-    full = pl.col("ts_has_date").fill_null(False) & pl.col("ts_has_year").fill_null(False)
+@dataclass(frozen=True)
+class Clock:
+    """What completing a timestamp needs from the whole log set."""
+
+    first_dated: pl.DataFrame  # file_id -> _first: the file's first fully dated time
+    overall: datetime | None  # the median fully dated time of the set
+
+
+@dataclass(frozen=True)
+class Carry:
+    """Where a file stood at the end of the previous chunk, for the chunk that continues it."""
+
+    file_id: int
+    last_dated: datetime | None  # its latest fully dated time so far
+    running: datetime | None  # the running maximum of its sort key so far
+
+
+def clock_of(first_dated: list[pl.DataFrame], overall: datetime | None) -> Clock:
+    """The Clock from per-chunk (file_id, _first) tables in chunk order."""
+    table = (pl.concat(first_dated) if first_dated
+             else pl.DataFrame(schema={"file_id": pl.UInt32, "_first": pl.Datetime("us")}))
+    return Clock(table.group_by("file_id", maintain_order=True).first(), overall)
+
+
+def fully_dated() -> pl.Expr:
+    return pl.col("ts_has_date").fill_null(False) & pl.col("ts_has_year").fill_null(False)
+
+
+def _carried(carry: Carry | None, value: datetime | None) -> pl.Expr:
+    if carry is None or value is None:
+        return pl.lit(None, pl.Datetime("us"))
+    return pl.when(pl.col("file_id") == carry.file_id).then(pl.lit(value, pl.Datetime("us")))
+
+
+def complete_timestamps(frame: pl.DataFrame, clock: Clock, carry: Carry | None = None
+                        ) -> pl.DataFrame:
+    """Add `ts_full` (a full date-time or null) from `ts`, `ts_has_date`, `ts_has_year`.
+
+    The reference of a partial stamp is the latest fully dated line above it in its file
+    (`carry` holds it across chunks), else the file's first, else the set's median."""
+    full = fully_dated()
     dated = pl.when(full).then(pl.col("ts"))
-    reference = dated.forward_fill().backward_fill().over("file_id")
+    firsts = frame.select("file_id").join(clock.first_dated, on="file_id", how="left",
+                                          maintain_order="left").get_column("_first")
+    reference = pl.coalesce(dated.forward_fill().over("file_id"),
+                            _carried(carry, carry.last_dated if carry else None), pl.lit(firsts))
+    if clock.overall is not None:
+        reference = reference.fill_null(pl.lit(clock.overall, pl.Datetime("us")))
     frame = frame.with_columns(reference.alias("_ref"))
-    overall = frame.select(dated.drop_nulls().median()).item()
-    if overall is not None:
-        frame = frame.with_columns(pl.col("_ref").fill_null(pl.lit(overall)))
     ref = pl.col("_ref")
     no_year = pl.col("ts_has_date").fill_null(False) & ~pl.col("ts_has_year").fill_null(False)
     no_date = pl.col("ts").is_not_null() & ~pl.col("ts_has_date").fill_null(False)
@@ -63,20 +104,34 @@ def complete_timestamps(frame: pl.DataFrame) -> pl.DataFrame:
     return frame.with_columns(column).drop("_ref")
 
 
-def order_lines(frame: pl.DataFrame, clock_offsets: dict[str, float] | None = None
-                ) -> pl.DataFrame:
-    """Sort into the aligned timeline and number it (`order`); needs `ts_full`, `eff_host`."""
+def sort_key(frame: pl.DataFrame, clock_offsets: dict[str, float] | None = None,
+             carry: Carry | None = None) -> pl.DataFrame:
+    """Add `_key`: the running maximum of the (shifted) time within the file, carried over
+    from the previous chunk; rows before a file's first time take that first time. Needs
+    `ts_full`, `eff_host`; rows must be in (file_id, line, part) order."""
     key = pl.col("ts_full")
     for host, seconds in (clock_offsets or {}).items():
         shift = timedelta(seconds=seconds)
         key = pl.when(pl.col("eff_host") == host).then(key + shift).otherwise(key)
-    running = key.cum_max().over("file_id")
-    stream = running.forward_fill().backward_fill().over("file_id")
-    frame = frame.with_columns(stream.alias("_key"))
-    # rows are in (file_id, line, part) order already: a stable sort on the time and the file
-    # gives the (time, file, line, part) order
-    frame = frame.sort(["_key", "file_id"], nulls_last=True, maintain_order=True)
-    return frame.with_columns(pl.int_range(pl.len(), dtype=pl.UInt64).alias("order")).drop("_key")
+    running = key.cum_max().forward_fill().over("file_id")
+    if carry is not None and carry.running is not None:
+        running = pl.max_horizontal(running, _carried(carry, carry.running))
+    return frame.with_columns(running.backward_fill().over("file_id").alias("_key"))
+
+
+def next_carry(frame: pl.DataFrame, carry: Carry | None) -> Carry | None:
+    """The Carry for the chunk after `frame` (after `complete_timestamps` and `sort_key`):
+    the state of `frame`'s last file."""
+    if frame.height == 0:
+        return carry
+    file_id = int(frame["file_id"][-1])
+    mine = frame.filter(pl.col("file_id") == file_id)
+    dated = mine.filter(fully_dated()).get_column("ts")
+    previous = carry if carry is not None and carry.file_id == file_id else None
+    last_dated = dated[-1] if dated.len() else (previous.last_dated if previous else None)
+    keys = mine.get_column("_key").drop_nulls()
+    running = keys[-1] if keys.len() else (previous.running if previous else None)
+    return Carry(file_id, last_dated, running)
 
 
 def iso_text(ts: pl.Expr) -> pl.Expr:

@@ -12,9 +12,8 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import IO
 
 import polars as pl
 import pytest
@@ -86,8 +85,9 @@ class TestInterruptedWrite:
         target = tmp_path / f"out.{fmt}"
         target.write_bytes(b"previous complete output")
 
-        def half_then_interrupt(frame: pl.DataFrame, fmt: str, stream: IO[bytes]) -> None:
-            stream.write(b'{"file": "half')
+        def half_then_interrupt(batches: Iterable[pl.DataFrame], fmt: str, path: str) -> None:
+            with open(path, "wb") as stream:
+                stream.write(b'{"file": "half')
             raise KeyboardInterrupt
 
         monkeypatch.setattr(logcorr.output, "_write", half_then_interrupt)

@@ -1,0 +1,61 @@
+"""Bounded memory must not change answers: a log set analysed in tiny chunks (files cut
+mid-record, mid-traceback, before their first timestamp) gives the same timeline, detail and
+findings as one chunk."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from logcorr.api import Analysis, analyze
+
+ROOT = Path(__file__).resolve().parent.parent / "fixtures" / "analyze"
+SCENARIOS = sorted(p for p in ROOT.iterdir() if (p / "logs").is_dir())
+
+
+def document(analysis: Analysis) -> str:
+    return json.dumps(analysis.report(), sort_keys=True, default=str)
+
+
+@pytest.mark.parametrize("path", SCENARIOS, ids=lambda p: p.name)
+@pytest.mark.parametrize("chunk_bytes", [1, 700, 5000])
+def test_chunk_size_changes_nothing(path: Path, chunk_bytes: int) -> None:
+    whole = analyze([path / "logs"], config=path / "args.json")
+    chunked = analyze([path / "logs"], config=path / "args.json", chunk_bytes=chunk_bytes)
+    assert len(chunked.runs) > 1
+    assert chunked.timeline.equals(whole.timeline)
+    assert chunked.detail.equals(whole.detail)
+    assert document(chunked) == document(whole)
+    assert chunked.contradictions == whole.contradictions
+
+
+def test_untimed_file_start_takes_the_first_time_across_chunks(tmp_path: Path) -> None:
+    """A file whose opening lines carry no time keeps them just before its first timed line,
+    even when the time only comes chunks later."""
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "a.log").write_text("\n".join(
+        ["plain opening line"] * 50 + ["[2026-11-29 10:00:05 TP0] late"]) + "\n")
+    (logs / "b.log").write_text("[2026-11-29 10:00:01 TP1] early\n"
+                                "[2026-11-29 10:00:09 TP1] later\n")
+    whole = analyze([logs]).timeline
+    chunked = analyze([logs], chunk_bytes=64).timeline
+    assert chunked.equals(whole)
+    assert chunked["text"].to_list()[0] == "[2026-11-29 10:00:01 TP1] early"
+    assert chunked.filter(pl.col("file") == "a.log")["order"].to_list() == list(range(1, 52))
+
+
+def test_head_and_tail_without_a_merge_match_the_merge(tmp_path: Path) -> None:
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    for node in range(3):
+        (logs / f"n{node}.log").write_text("".join(
+            f"[2026-11-29 10:{m // 60:02d}:{m % 60:02d} TP{node}] step {m}\n"
+            for m in range(node, 600, 3)))
+    analysis = analyze([logs], chunk_bytes=2000)
+    timeline = analysis.timeline
+    assert analysis.head(25).equals(timeline.head(25))
+    assert analysis.tail(25).equals(timeline.tail(25))
