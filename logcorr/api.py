@@ -29,6 +29,7 @@ from logcorr.formats import parse
 from logcorr.ingest import Source, discover, empty_lines
 from logcorr.model import COORDINATES, TIMELINE_SCHEMA
 from logcorr.resolve import (
+    KEY_COLUMNS,
     Attribution,
     attribute,
     crowded_headers,
@@ -44,10 +45,12 @@ from logcorr.stream import (
     SORT_COLUMNS,
     Run,
     Workspace,
+    compact,
     head,
     line_batches,
     merge,
     numbered,
+    piece_rows,
     tail,
     time_key,
     write_run,
@@ -65,12 +68,12 @@ from logcorr.timeline import (
 from logcorr.topology import PREFIX_TOKENS, Topology, build_topology, sizes_of
 
 Progress = Callable[[str, int, int], None]
-# Columns the runs keep beside the output contract: what the diagnosis and `detail` read.
-DETAIL_COLUMNS = (
-    "file_id", "proc", "record", "why", "ts_full", "ts_has_date", "ts_has_year", "torch_rank",
-    "pg_desc", "pg_rank", "seq", "op", "last_enqueued", "last_completed", "comm_id",
-    "comm_nranks", "nccl_phase", "link_pid", "proctitle", "server_args", "starts_record",
-)
+# Columns the runs keep beside the output contract (for `detail` and record lookups).
+DETAIL_COLUMNS = ("file_id", "proc", "record", "why")
+# Columns a chunk carries until its events and counts are taken.
+_CHUNK_COLUMNS = (*DETAIL_COLUMNS, "ts_full", "torch_rank", "pg_desc", "pg_rank", "seq", "op",
+                  "last_enqueued", "last_completed", "comm_id", "comm_nranks", "nccl_phase",
+                  "starts_record")
 STAGES = ("reading", "parsing", "attributing", "diagnosing", "done")
 KEEP_ROWS = 1000  # rows each run keeps in memory for the terminal's head and tail
 PENDING_ROWS = 1_000_000  # a file's untimed opening rows held back waiting for its first time
@@ -102,8 +105,8 @@ class Tally:
             self.file_procs.append(known.filter(pl.col("file_id").is_in(files_with_nodes))
                                    .group_by("file_id", "proc").agg(pl.len(),
                                                                     pl.col("line").min()))
-        self.people.append(known.group_by("proc", "host", "pid").agg(
-            pl.len(), *(pl.col(c).first() for c in (*COORDINATES, *SORT_COLUMNS))))
+        self.people.append(compact(known.group_by("proc", "host", "pid").agg(
+            pl.len(), *(pl.col(c).first() for c in (*COORDINATES, *SORT_COLUMNS)))))
         self.last.append(known.filter(pl.col("ts_full").is_not_null()).group_by("proc").agg(
             pl.col("ts_full").max(), *(pl.col(c).last() for c in SORT_COLUMNS)))
 
@@ -275,11 +278,11 @@ def _parse_pass(sources: list[Source], chunk_bytes: int, warnings: list[str],
         parsed = local_columns(parse(lines))
         if parsed.height:
             scan.chunks.append(workspace.write(parsed, "parsed"))
-        scan.keys.append(key_rows(parsed))
-        scan.server_args.append(parsed.filter(pl.col("server_args").fill_null(False))
-                                .select("file_id", "line", "text"))
-        scan.headers.append(parsed.filter(pl.col("_exc"))
-                            .select("file_id", "line", "part", "ts", "_kh"))
+        scan.keys.append(compact(key_rows(parsed)))
+        scan.server_args.append(compact(parsed.filter(pl.col("server_args").fill_null(False))
+                                        .select("file_id", "line", "text")))
+        scan.headers.append(compact(parsed.filter(pl.col("_exc"))
+                            .select("line", "part", "ts", *KEY_COLUMNS)))
         scan.first_dated.append(parsed.filter(fully_dated()).group_by(
             "file_id", maintain_order=True).agg(pl.col("ts").first().alias("_first")))
     return scan
@@ -311,6 +314,7 @@ def _attribute_pass(chunks: list[Path], attribution: Attribution, crowded: pl.Da
     carry: Carry | None = None
     pending: pl.DataFrame | None = None  # a file's opening rows that have no time yet
     names = _file_names(sources)
+    rows = piece_rows(len(chunks))
     for index, path in enumerate(chunks):
         report("attributing", index, len(chunks))
         chunk = pl.read_ipc(path)
@@ -321,7 +325,7 @@ def _attribute_pass(chunks: list[Path], attribution: Attribution, crowded: pl.Da
         ghost = next_ghost(chunk, ghost, attributed)
         attributed = attributed.filter(~pl.col("_ghost"))
         if pending is not None and int(pending["file_id"][0]) != first_file:
-            runs.append(_write(workspace, pending, tally, file_nodes))  # its file ended untimed
+            runs.append(_write(workspace, pending, tally, file_nodes, rows))  # its file ended untimed
             pending = None
         frame = complete_timestamps(attributed, clock, carry)
         frame = sort_key(frame, clock_offsets, carry)
@@ -333,9 +337,9 @@ def _attribute_pass(chunks: list[Path], attribution: Attribution, crowded: pl.Da
             frame = _release(pending, frame)
             pending = None
         frame, pending = _hold_untimed(frame, carry, index + 1 < len(chunks))
-        runs.append(_write(workspace, frame, tally, file_nodes))
+        runs.append(_write(workspace, frame, tally, file_nodes, rows))
     if pending is not None:
-        runs.append(_write(workspace, pending, tally, file_nodes))
+        runs.append(_write(workspace, pending, tally, file_nodes, rows))
     report("attributing", len(chunks), len(chunks))
     return [r for r in runs if r.rows], tally
 
@@ -364,11 +368,12 @@ def _hold_untimed(frame: pl.DataFrame, carry: Carry | None, more: bool
 
 
 def _write(workspace: Workspace, frame: pl.DataFrame, tally: Tally,
-           file_nodes: dict[int, int]) -> Run:
+           file_nodes: dict[int, int], rows: int) -> Run:
     frame = frame.sort(SORT_COLUMNS)
     tally.add(frame, list(file_nodes))
-    tally.events.append(event_rows(frame))
-    return write_run(workspace, frame.drop("_next"), KEEP_ROWS)
+    tally.events.append(compact(event_rows(frame)))
+    stored = [c for c in TIMELINE_SCHEMA if c != "order"] + [*DETAIL_COLUMNS, "_sk"]
+    return write_run(workspace, frame.select(stored), KEEP_ROWS, rows)
 
 
 def _following(frame: pl.DataFrame, next_chunk: Path | None) -> pl.Series:
@@ -376,15 +381,15 @@ def _following(frame: pl.DataFrame, next_chunk: Path | None) -> pl.Series:
     one (no header of its own), for fields a hard wrap cut; the next chunk's first line is
     read for the last row."""
     columns = ["file_id", "line", "part", "starts_record", "text"]
-    rows = frame.select(columns)
-    if next_chunk is not None:
-        rows = pl.concat([rows, pl.read_ipc(next_chunk, columns=columns, n_rows=1)],
-                         how="vertical_relaxed")
-    after = rows.shift(-1)
-    cont = ((after["file_id"] == rows["file_id"]) & (after["line"] == rows["line"] + 1)
+    after = frame.select(pl.col(columns).shift(-1))
+    if next_chunk is not None and frame.height:
+        first = pl.read_ipc(next_chunk, columns=columns, n_rows=1)
+        if first.height:
+            after = pl.concat([after.head(frame.height - 1), first], how="vertical_relaxed",
+                              rechunk=False)
+    cont = ((after["file_id"] == frame["file_id"]) & (after["line"] == frame["line"] + 1)
             & (after["part"] == 0) & ~after["starts_record"].fill_null(False))
-    return after.select(pl.when(pl.lit(cont)).then(pl.col("text")).alias("_next")
-                        ).to_series().head(frame.height)
+    return after.select(pl.when(pl.lit(cont)).then(pl.col("text")).alias("_next")).to_series()
 
 
 def _file_names(sources: list[Source]) -> pl.DataFrame:
@@ -547,7 +552,7 @@ def _contract(frame: pl.DataFrame, attribution: Attribution, names: pl.DataFrame
         pl.col("eff_host").alias("host"),
     )
     return frame.select(*(pl.col(name).cast(dtype) for name, dtype in TIMELINE_SCHEMA.items()
-                          if name != "order"), *DETAIL_COLUMNS, "_sk")
+                          if name != "order"), *_CHUNK_COLUMNS, "_sk")
 
 
 def _name_file(contradiction: dict[str, object], sources: list[Source]) -> dict[str, object]:
@@ -565,6 +570,8 @@ def select_rows(analysis: Analysis, selector: Selector | None = None,
     before the first batch."""
     from logcorr.output import time_condition
 
+    if selector is None and since is None and until is None:
+        return analysis.batches()
     condition = pl.lit(True)
     if selector is not None:
         for column, value in selector.values.items():

@@ -140,7 +140,7 @@ def _attach(frame: pl.DataFrame, table: pl.DataFrame, on: list[str],
 #    through those columns, so
 # 2. `resolve_keys` runs the rules once on the distinct key rows of the whole set (a few
 #    thousand, whatever the number of lines), and `attribute` (per chunk again) joins the
-#    answer back on `_kh` and adds what depends on the line's neighbours: continuation lines
+#    answer back on KEY_COLUMNS and adds what depends on the line's neighbours: continuation lines
 #    and files that belong to one process.
 
 KEY_COLUMNS: tuple[str, ...] = (
@@ -148,14 +148,13 @@ KEY_COLUMNS: tuple[str, ...] = (
     "p_pid", "pid", "comm_id", "comm_rank", "comm_nranks", "torch_rank", "pg_desc", "pg_rank",
     "role", "server_args",
 )
-_SEEDS = (0x10C0, 0x5EED)  # two independent hashes: the second detects collisions of the first
 
 
 @dataclass
 class Attribution:
     """What the whole set says about each distinct key row (see KEY_COLUMNS)."""
 
-    table: pl.DataFrame  # _kh -> proc, evidence, conflict, role, eff_host
+    table: pl.DataFrame  # KEY_COLUMNS -> proc, evidence, conflict, role, eff_host
     processes: pl.DataFrame  # proc -> coordinates (the topology's, or what prefixes print)
     file_procs: pl.DataFrame  # file_id -> file_proc: a file that belongs to one process
     contradictions: list[dict[str, object]] = field(default_factory=list)
@@ -164,38 +163,26 @@ class Attribution:
 
 def local_columns(parsed: pl.DataFrame) -> pl.DataFrame:
     """Add what each line says by itself: `role` from message stems, `_main` (an NCCL line of
-    the process's main thread), `_exc` (opens an exception record) and the key hashes."""
+    the process's main thread) and `_exc` (opens an exception record)."""
     frame = _stem_roles(parsed)
     starts = pl.col("starts_record").fill_null(False)
     exc = pl.when(starts).then(pl.col("text")).str.contains(_EXCEPTION_HEADER).fill_null(False)
-    frame = frame.with_columns(
+    return frame.with_columns(
         ((pl.col("source") == "nccl") & (pl.col("tid") == pl.col("pid"))).fill_null(False)
         .alias("_main"),
         exc.alias("_exc"))
-    key = pl.struct(KEY_COLUMNS)
-    return frame.with_columns(key.hash(_SEEDS[0]).alias("_kh"), key.hash(_SEEDS[1]).alias("_kh2"))
 
 
 def key_rows(frame: pl.DataFrame) -> pl.DataFrame:
     """The distinct key rows of a chunk (after `local_columns`), with their line counts and
     first line."""
-    return frame.group_by("_kh").agg(
-        *(pl.col(c).first() for c in KEY_COLUMNS), pl.col("_kh2").n_unique().alias("_kinds"),
-        pl.col("_kh2").first(), pl.len().alias("_n"), pl.col("line").min())
+    return frame.group_by(KEY_COLUMNS).agg(pl.len().alias("_n"), pl.col("line").min())
 
 
 def merge_key_rows(parts: list[pl.DataFrame]) -> pl.DataFrame:
-    """Key rows of several chunks as one table; a hash shared by two different keys (never
-    seen, but checked) is an internal error rather than a silent misattribution."""
-    if not parts:
-        return pl.DataFrame()
-    merged = pl.concat(parts).group_by("_kh").agg(
-        *(pl.col(c).first() for c in KEY_COLUMNS),
-        (pl.col("_kh2").n_unique() + pl.col("_kinds").max() - 1).alias("_kinds"),
-        pl.col("_n").sum(), pl.col("line").min())
-    if merged.height and merged["_kinds"].max() != 1:
-        raise RuntimeError("logcorr: internal error: key hash collision; please report it")
-    return merged.drop("_kinds").sort("file_id", "line")
+    """Key rows of several chunks as one table, in (file, first line) order."""
+    return (pl.concat(parts).group_by(KEY_COLUMNS)
+            .agg(pl.col("_n").sum(), pl.col("line").min()).sort("file_id", "line"))
 
 
 def resolve_keys(keys: pl.DataFrame, topology: Topology | None,
@@ -216,8 +203,8 @@ def resolve_keys(keys: pl.DataFrame, topology: Topology | None,
     frame = _by_torch_rank(frame, topology, contradictions)
     frame = _combine_direct(frame, contradictions)
     frame = _title_roles(frame)
-    table = frame.select("_kh", "proc", "evidence", "conflict", pl.col("role").alias("_role"),
-                         "eff_host")
+    table = frame.select(*KEY_COLUMNS, "proc", "evidence", "conflict",
+                         pl.col("role").alias("_role"), "eff_host")
     return Attribution(table, processes, _file_procs(frame), contradictions, host_nodes)
 
 
@@ -236,9 +223,9 @@ def attribute(chunk: pl.DataFrame, attribution: Attribution, crowded: pl.DataFra
         frame = pl.concat([ghost.select(chunk.columns).with_columns(
             pl.lit(True).alias("_ghost"), ghost["record"].cast(pl.UInt32).alias("_true_record")),
             frame])
-    joined = frame.select("_kh").join(attribution.table, on="_kh", how="left",
-                                      maintain_order="left")
-    frame = frame.with_columns(joined.drop("_kh")).with_columns(
+    joined = frame.select(KEY_COLUMNS).join(attribution.table, on=KEY_COLUMNS, how="left",
+                                            maintain_order="left", nulls_equal=True)
+    frame = frame.with_columns(joined.drop(KEY_COLUMNS)).with_columns(
         pl.col("_role").alias("role")).drop("_role")
     frame = _by_continuation(frame, crowded)
     frame = _by_file(frame, attribution.file_procs)
@@ -561,12 +548,13 @@ def _records(starts: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
 
 
 def crowded_headers(headers: pl.DataFrame, attribution: Attribution) -> pl.DataFrame:
-    """Exception headers (rows with `_exc`: file_id, line, part, ts, _kh) of a file that share
+    """Exception headers (rows with `_exc`: file_id, line, part, ts, KEY_COLUMNS) that share
     their second with an exception header of another process (or of an unknown one)."""
     if headers.height == 0:
         return headers.select("file_id", "line", "part")
-    procs = headers.select("_kh").join(attribution.table.select("_kh", "proc"), on="_kh",
-                                       how="left", maintain_order="left")
+    procs = headers.select(KEY_COLUMNS).join(
+        attribution.table.select(*KEY_COLUMNS, "proc"), on=KEY_COLUMNS, how="left",
+        maintain_order="left", nulls_equal=True)
     headers = headers.with_columns(procs["proc"])
     many = (headers.filter(pl.col("ts").is_not_null())
             .filter(pl.col("proc").n_unique().over("file_id", pl.col("ts").dt.truncate("1s")) > 1))

@@ -14,6 +14,7 @@ ties by file.
 
 from __future__ import annotations
 
+import io
 import shutil
 import tempfile
 from collections.abc import Iterable, Iterator, Sequence
@@ -25,10 +26,21 @@ import polars as pl
 from logcorr.ingest import Source, iter_line_chunks
 
 CHUNK_BYTES = 16 * 1024 * 1024
-PIECE_ROWS = 8192
+MERGE_ROWS = 1 << 19  # rows the merge may buffer over all runs together
+PIECE_ROWS = (8192, 131072)  # the smallest and largest piece
 SORT_COLUMNS = ("_sk", "file_id", "line", "part")
 NO_TIME = 2**63 - 1  # the `_sk` of rows without a time: after every timed row
 Key = tuple[int, int, int, int]
+
+
+def compact(frame: pl.DataFrame) -> pl.DataFrame:
+    """A copy of `frame` that owns just its own bytes. A filtered or sliced polars frame
+    shares the string buffers of the frame it came from, so keeping a few rows of a chunk
+    would keep the whole chunk's text alive."""
+    buffer = io.BytesIO()
+    frame.write_ipc(buffer, compression="uncompressed")
+    buffer.seek(0)
+    return pl.read_ipc(buffer)
 
 
 def time_key(column: str = "_key") -> pl.Expr:
@@ -84,7 +96,7 @@ def _at_most(bound: Key) -> pl.Expr:
 
 @dataclass
 class Run:
-    """Rows sorted by the timeline key, stored as pieces of at most PIECE_ROWS rows."""
+    """Rows sorted by the timeline key, stored as pieces (see `piece_rows`)."""
 
     pieces: list[Path] = field(default_factory=list)
     first: Key | None = None
@@ -93,18 +105,25 @@ class Run:
     head: pl.DataFrame | None = None  # its first rows, for `head`
 
 
-def write_run(workspace: Workspace, frame: pl.DataFrame, keep: int) -> Run:
-    """Sort `frame` by the timeline key and store it as one run; the first and last `keep`
-    rows stay in memory too (the terminal view shows them without reading the runs)."""
-    frame = frame.sort(SORT_COLUMNS)
+def piece_rows(runs: int) -> int:
+    """Rows per piece when there will be about `runs` runs: the merge holds a piece of each
+    open run, so many runs get small pieces and few runs large (fewer merge steps)."""
+    smallest, largest = PIECE_ROWS
+    return max(smallest, min(largest, MERGE_ROWS // max(1, runs)))
+
+
+def write_run(workspace: Workspace, frame: pl.DataFrame, keep: int, rows: int) -> Run:
+    """Store `frame`, sorted by the timeline key, as one run of pieces of `rows` rows; its
+    first and last `keep` rows stay in memory too (the terminal view shows them without
+    reading the runs)."""
     run = Run(rows=frame.height)
     if frame.height == 0:
         return run
     run.first = _key_of(frame, 0)
-    for start in range(0, frame.height, PIECE_ROWS):
-        run.pieces.append(workspace.write(frame.slice(start, PIECE_ROWS), "run"))
-    run.head = frame.head(keep)
-    run.tail = [frame.tail(keep)]
+    for start in range(0, frame.height, rows):
+        run.pieces.append(workspace.write(frame.slice(start, rows), "run"))
+    run.head = compact(frame.head(keep))
+    run.tail = [compact(frame.tail(keep))]
     return run
 
 
