@@ -8,7 +8,9 @@ server_args line in the logs) -> topology -> resolve (process per line) -> timel
 from __future__ import annotations
 
 import weakref
+from collections import deque
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from itertools import chain
 from pathlib import Path
@@ -75,6 +77,7 @@ _CHUNK_COLUMNS = (*DETAIL_COLUMNS, "ts_full", "torch_rank", "pg_desc", "pg_rank"
                   "last_enqueued", "last_completed", "comm_id", "comm_nranks", "nccl_phase",
                   "starts_record")
 STAGES = ("reading", "parsing", "attributing", "diagnosing", "done")
+WORKERS = 2  # chunks parsed at once
 KEEP_ROWS = 1000  # rows each run keeps in memory for the terminal's head and tail
 PENDING_ROWS = 1_000_000  # a file's untimed opening rows held back waiting for its first time
 
@@ -208,6 +211,14 @@ class _Scan:
     headers: list[pl.DataFrame] = field(default_factory=list)
     first_dated: list[pl.DataFrame] = field(default_factory=list)
 
+    def add(self, parsed: _Parsed) -> None:
+        if parsed.path is not None:
+            self.chunks.append(parsed.path)
+        self.keys.append(parsed.keys)
+        self.server_args.append(parsed.server_args)
+        self.headers.append(parsed.headers)
+        self.first_dated.append(parsed.first_dated)
+
 
 def analyze(
     paths: Sequence[str | Path],
@@ -264,28 +275,51 @@ def _stack(frames: list[pl.DataFrame]) -> pl.DataFrame:
 
 def _parse_pass(sources: list[Source], chunk_bytes: int, warnings: list[str],
                 workspace: Workspace, report: Progress) -> _Scan:
-    """Parse chunk by chunk; spill each parsed chunk and keep only the small whole-set tables."""
+    """Parse chunk by chunk; spill each parsed chunk and keep only the small whole-set tables.
+
+    WORKERS chunks are parsed at once (polars works outside the GIL, and much of its string
+    work runs on one core per call); results are taken in chunk order."""
     scan = _Scan()
     total = max(1, sum(_size(s) for s in sources))
     done = 0
-    for lines in chain(line_batches(sources, chunk_bytes, warnings), [None]):
-        if lines is None:  # the end: an empty chunk gives the tables their columns
-            if scan.chunks:
-                break
-            lines = empty_lines()
-        done += int(lines.get_column("text").str.len_bytes().sum() or 0) + lines.height
-        report("parsing", min(done, total), total)
-        parsed = local_columns(parse(lines))
-        if parsed.height:
-            scan.chunks.append(workspace.write(parsed, "parsed"))
-        scan.keys.append(compact(key_rows(parsed)))
-        scan.server_args.append(compact(parsed.filter(pl.col("server_args").fill_null(False))
-                                        .select("file_id", "line", "text")))
-        scan.headers.append(compact(parsed.filter(pl.col("_exc"))
-                            .select("line", "part", "ts", *KEY_COLUMNS)))
-        scan.first_dated.append(parsed.filter(fully_dated()).group_by(
-            "file_id", maintain_order=True).agg(pl.col("ts").first().alias("_first")))
+    with ThreadPoolExecutor(max_workers=WORKERS) as pool:
+        running: deque[Future[_Parsed]] = deque()
+        for lines in chain(line_batches(sources, chunk_bytes, warnings), [None]):
+            if lines is None:  # the end: an empty chunk gives the tables their columns
+                if scan.keys or running:
+                    break
+                lines = empty_lines()
+            done += int(lines.get_column("text").str.len_bytes().sum() or 0) + lines.height
+            report("parsing", min(done, total), total)
+            running.append(pool.submit(_parse_chunk, lines, workspace))
+            if len(running) >= WORKERS:
+                scan.add(running.popleft().result())
+        while running:
+            scan.add(running.popleft().result())
     return scan
+
+
+@dataclass
+class _Parsed:
+    """One parsed chunk: where it was spilled, and its part of the whole-set tables."""
+
+    path: Path | None
+    keys: pl.DataFrame
+    server_args: pl.DataFrame
+    headers: pl.DataFrame
+    first_dated: pl.DataFrame
+
+
+def _parse_chunk(lines: pl.DataFrame, workspace: Workspace) -> _Parsed:
+    parsed = local_columns(parse(lines))
+    return _Parsed(
+        workspace.write(parsed, "parsed") if parsed.height else None,
+        compact(key_rows(parsed)),
+        compact(parsed.filter(pl.col("server_args").fill_null(False))
+                .select("file_id", "line", "text")),
+        compact(parsed.filter(pl.col("_exc")).select("line", "part", "ts", *KEY_COLUMNS)),
+        parsed.filter(fully_dated()).group_by("file_id", maintain_order=True)
+        .agg(pl.col("ts").first().alias("_first")))
 
 
 def _size(source: Source) -> int:
@@ -307,39 +341,52 @@ def _attribute_pass(chunks: list[Path], attribution: Attribution, crowded: pl.Da
                     sources: list[Source], file_nodes: dict[int, int], workspace: Workspace,
                     report: Progress) -> tuple[list[Run], Tally]:
     """Attribute and time each spilled chunk, carrying each file's state into the next chunk;
-    write every chunk as a sorted run."""
-    runs: list[Run] = []
+    write every chunk as a sorted run.
+
+    The carried state makes this loop sequential; reading the next chunk and sorting, counting
+    and writing the previous one run beside it on other threads."""
     tally = Tally()
     ghost: pl.DataFrame | None = None
     carry: Carry | None = None
     pending: pl.DataFrame | None = None  # a file's opening rows that have no time yet
     names = _file_names(sources)
     rows = piece_rows(len(chunks))
-    for index, path in enumerate(chunks):
-        report("attributing", index, len(chunks))
-        chunk = pl.read_ipc(path)
-        first_file = int(chunk["file_id"][0])
-        if ghost is not None and int(ghost["file_id"][0]) != first_file:
-            ghost = None
-        attributed = attribute(chunk, attribution, crowded, ghost)
-        ghost = next_ghost(chunk, ghost, attributed)
-        attributed = attributed.filter(~pl.col("_ghost"))
-        if pending is not None and int(pending["file_id"][0]) != first_file:
-            runs.append(_write(workspace, pending, tally, file_nodes, rows))  # its file ended untimed
-            pending = None
-        frame = complete_timestamps(attributed, clock, carry)
-        frame = sort_key(frame, clock_offsets, carry)
-        carry = next_carry(frame, carry)
-        frame = _contract(frame, attribution, names, file_nodes)
-        frame = frame.with_columns(_following(frame, chunks[index + 1]
-                                              if index + 1 < len(chunks) else None))
+    with ThreadPoolExecutor(max_workers=1) as reader, ThreadPoolExecutor(max_workers=1) as writer:
+        written: list[Future[Run]] = []
+
+        def write(frame: pl.DataFrame) -> None:
+            if len(written) > 1:
+                written[-2].result()  # at most two chunks waiting to be written
+            written.append(writer.submit(_write, workspace, frame, tally, file_nodes, rows))
+
+        upcoming = reader.submit(pl.read_ipc, chunks[0]) if chunks else None
+        for index in range(len(chunks)):
+            report("attributing", index, len(chunks))
+            chunk = upcoming.result() if upcoming is not None else pl.read_ipc(chunks[index])
+            more = index + 1 < len(chunks)
+            upcoming = reader.submit(pl.read_ipc, chunks[index + 1]) if more else None
+            first_file = int(chunk["file_id"][0])
+            if ghost is not None and int(ghost["file_id"][0]) != first_file:
+                ghost = None
+            attributed = attribute(chunk, attribution, crowded, ghost)
+            ghost = next_ghost(chunk, ghost, attributed)
+            attributed = attributed.filter(~pl.col("_ghost"))
+            if pending is not None and int(pending["file_id"][0]) != first_file:
+                write(pending)  # its file ended without a time
+                pending = None
+            frame = complete_timestamps(attributed, clock, carry)
+            frame = sort_key(frame, clock_offsets, carry)
+            carry = next_carry(frame, carry)
+            frame = _contract(frame, attribution, names, file_nodes)
+            frame = frame.with_columns(_following(frame, chunks[index + 1] if more else None))
+            if pending is not None:
+                frame = _release(pending, frame)
+                pending = None
+            frame, pending = _hold_untimed(frame, carry, more)
+            write(frame)
         if pending is not None:
-            frame = _release(pending, frame)
-            pending = None
-        frame, pending = _hold_untimed(frame, carry, index + 1 < len(chunks))
-        runs.append(_write(workspace, frame, tally, file_nodes, rows))
-    if pending is not None:
-        runs.append(_write(workspace, pending, tally, file_nodes, rows))
+            write(pending)
+        runs = [future.result() for future in written]
     report("attributing", len(chunks), len(chunks))
     return [r for r in runs if r.rows], tally
 

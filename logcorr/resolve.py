@@ -191,6 +191,7 @@ def resolve_keys(keys: pl.DataFrame, topology: Topology | None,
 
     `file_nodes` maps a file to the node_rank its server_args line names.
     """
+    keys = keys.with_row_index("_k")
     frame = keys
     processes = process_table(topology, frame)
     contradictions: list[dict[str, object]] = []
@@ -203,8 +204,10 @@ def resolve_keys(keys: pl.DataFrame, topology: Topology | None,
     frame = _by_torch_rank(frame, topology, contradictions)
     frame = _combine_direct(frame, contradictions)
     frame = _title_roles(frame)
-    table = frame.select(*KEY_COLUMNS, "proc", "evidence", "conflict",
-                         pl.col("role").alias("_role"), "eff_host")
+    # the rules rewrite some key columns (role); the table keeps the key as the lines have it
+    table = keys.select("_k", *KEY_COLUMNS).join(
+        frame.select("_k", "proc", "evidence", "conflict", pl.col("role").alias("_role"),
+                     "eff_host"), on="_k").drop("_k")
     return Attribution(table, processes, _file_procs(frame), contradictions, host_nodes)
 
 

@@ -15,6 +15,7 @@ ties by file.
 from __future__ import annotations
 
 import io
+import itertools
 import shutil
 import tempfile
 from collections.abc import Iterable, Iterator, Sequence
@@ -53,11 +54,10 @@ class Workspace:
 
     def __init__(self) -> None:
         self.path = Path(tempfile.mkdtemp(prefix="logcorr-"))
-        self._count = 0
+        self._numbers = itertools.count(1)  # next() is atomic: writers may be threads
 
     def write(self, frame: pl.DataFrame, stem: str) -> Path:
-        self._count += 1
-        path = self.path / f"{stem}-{self._count:06d}.arrow"
+        path = self.path / f"{stem}-{next(self._numbers):06d}.arrow"
         frame.write_ipc(path, compression="lz4")
         return path
 
