@@ -350,14 +350,16 @@ def _attribute_pass(chunks: list[Path], attribution: Attribution, crowded: pl.Da
     carry: Carry | None = None
     pending: pl.DataFrame | None = None  # a file's opening rows that have no time yet
     names = _file_names(sources)
-    rows = piece_rows(len(chunks))
+    rows = piece_rows(min(len(chunks), len(sources)))
+    runs: list[Run] = []
     with ThreadPoolExecutor(max_workers=1) as reader, ThreadPoolExecutor(max_workers=1) as writer:
-        written: list[Future[Run]] = []
+        written: list[Future[None]] = []
 
         def write(frame: pl.DataFrame) -> None:
             if len(written) > 1:
                 written[-2].result()  # at most two chunks waiting to be written
-            written.append(writer.submit(_write, workspace, frame, tally, file_nodes, rows))
+            written.append(writer.submit(_write, workspace, frame, runs, tally, file_nodes,
+                                         rows))
 
         upcoming = reader.submit(pl.read_ipc, chunks[0]) if chunks else None
         for index in range(len(chunks)):
@@ -386,7 +388,8 @@ def _attribute_pass(chunks: list[Path], attribution: Attribution, crowded: pl.Da
             write(frame)
         if pending is not None:
             write(pending)
-        runs = [future.result() for future in written]
+        for future in written:
+            future.result()
     report("attributing", len(chunks), len(chunks))
     return [r for r in runs if r.rows], tally
 
@@ -414,13 +417,13 @@ def _hold_untimed(frame: pl.DataFrame, carry: Carry | None, more: bool
     return frame.filter(~mine), held
 
 
-def _write(workspace: Workspace, frame: pl.DataFrame, tally: Tally,
-           file_nodes: dict[int, int], rows: int) -> Run:
+def _write(workspace: Workspace, frame: pl.DataFrame, runs: list[Run], tally: Tally,
+           file_nodes: dict[int, int], rows: int) -> None:
     frame = frame.sort(SORT_COLUMNS)
     tally.add(frame, list(file_nodes))
     tally.events.append(compact(event_rows(frame)))
     stored = [c for c in TIMELINE_SCHEMA if c != "order"] + [*DETAIL_COLUMNS, "_sk"]
-    return write_run(workspace, frame.select(stored), KEEP_ROWS, rows)
+    write_run(workspace, frame.select(stored), runs, KEEP_ROWS, rows)
 
 
 def _following(frame: pl.DataFrame, next_chunk: Path | None) -> pl.Series:

@@ -86,83 +86,112 @@ def _key_of(frame: pl.DataFrame, index: int) -> Key:
     return (int(row[0]), int(row[1]), int(row[2]), int(row[3]))
 
 
-def _at_most(bound: Key) -> pl.Expr:
-    """Rows whose timeline key is <= bound."""
-    sk, file_id, line, part = (pl.col(c) for c in SORT_COLUMNS)
-    b0, b1, b2, b3 = bound
-    return (sk < b0) | ((sk == b0) & ((file_id < b1) | ((file_id == b1) & (
-        (line < b2) | ((line == b2) & (part <= b3))))))
-
-
 @dataclass
 class Run:
     """Rows sorted by the timeline key, stored as pieces (see `piece_rows`)."""
 
     pieces: list[Path] = field(default_factory=list)
     first: Key | None = None
+    last: Key | None = None
     rows: int = 0
-    tail: list[pl.DataFrame] = field(default_factory=list)  # its last rows, for `tail`
     head: pl.DataFrame | None = None  # its first rows, for `head`
+    tail: pl.DataFrame | None = None  # its last rows, for `tail`
 
 
 def piece_rows(runs: int) -> int:
-    """Rows per piece when there will be about `runs` runs: the merge holds a piece of each
-    open run, so many runs get small pieces and few runs large (fewer merge steps)."""
+    """Rows per piece when about `runs` runs will be open at once: the merge holds a piece of
+    each, so many runs get small pieces and few runs large ones (fewer merge steps)."""
     smallest, largest = PIECE_ROWS
     return max(smallest, min(largest, MERGE_ROWS // max(1, runs)))
 
 
-def write_run(workspace: Workspace, frame: pl.DataFrame, keep: int, rows: int) -> Run:
-    """Store `frame`, sorted by the timeline key, as one run of pieces of `rows` rows; its
-    first and last `keep` rows stay in memory too (the terminal view shows them without
-    reading the runs)."""
-    run = Run(rows=frame.height)
+def write_run(workspace: Workspace, frame: pl.DataFrame, runs: list[Run], keep: int,
+              rows: int) -> None:
+    """Store `frame`, sorted by the timeline key, in pieces of `rows` rows: at the end of the
+    last of `runs` when it starts after that run ends (the next chunk of the same file
+    does), else as a new run. Each run also keeps its first and last `keep` rows in memory
+    (the terminal view shows them without reading the runs)."""
     if frame.height == 0:
-        return run
-    run.first = _key_of(frame, 0)
+        return
+    first = _key_of(frame, 0)
+    last_run = runs[-1] if runs else None
+    if last_run is None or last_run.last is None or first <= last_run.last:
+        last_run = Run(first=first)
+        runs.append(last_run)
+    run = last_run
     for start in range(0, frame.height, rows):
         run.pieces.append(workspace.write(frame.slice(start, rows), "run"))
-    run.head = compact(frame.head(keep))
-    run.tail = [compact(frame.tail(keep))]
-    return run
+    run.rows += frame.height
+    run.last = _key_of(frame, frame.height - 1)
+    if run.head is None or run.head.height < keep:
+        run.head = compact(_stacked(run.head, frame.head(keep)).head(keep))
+    run.tail = compact(_stacked(run.tail, frame.tail(keep)).tail(keep))
+
+
+def _stacked(kept: pl.DataFrame | None, more: pl.DataFrame) -> pl.DataFrame:
+    return more if kept is None else pl.concat([kept, more])
 
 
 def merge(runs: Sequence[Run], columns: Sequence[str] | None = None) -> Iterator[pl.DataFrame]:
     """The rows of all runs in timeline-key order, a batch at a time (k-way merge of pieces).
 
+    Each step emits every buffered row up to the smallest last key among the runs that have
+    more pieces (no row still on disk can come before it), then refills the runs it emptied.
     A run is opened only when the merge reaches its first key, so the runs of a log set that
     spans hours are not all in memory at once."""
     wanted = list(columns) if columns is not None else None
     if wanted is not None:
         wanted += [c for c in SORT_COLUMNS if c not in wanted]
     waiting = sorted((r for r in runs if r.pieces), key=lambda r: r.first or (NO_TIME,) * 4)
-    active: list[tuple[Run, int, pl.DataFrame]] = []  # run, next piece, buffered rows
+    active: list[_Open] = []
 
-    def load(run: Run, index: int) -> pl.DataFrame:
-        return pl.read_ipc(run.pieces[index], columns=wanted)
+    def load(run: Run, index: int) -> _Open:
+        frame = pl.read_ipc(run.pieces[index], columns=wanted)
+        return _Open(run, index + 1, frame, _key_of(frame, frame.height - 1))
 
     while active or waiting:
-        bound = min((_key_of(buf, buf.height - 1) for run, nxt, buf in active
-                     if nxt < len(run.pieces)), default=None)
+        bound = min((o.last for o in active if o.next < len(o.run.pieces)), default=None)
         if waiting and (bound is None or (waiting[0].first or bound) <= bound):
-            run = waiting.pop(0)
-            active.append((run, 1, load(run, 0)))
+            active.append(load(waiting.pop(0), 0))
             continue
         taken: list[pl.DataFrame] = []
-        still: list[tuple[Run, int, pl.DataFrame]] = []
-        for run, nxt, buf in active:
-            count = buf.height if bound is None else int(buf.select(_at_most(bound).sum()).item())
+        still: list[_Open] = []
+        for o in active:
+            count = o.rows.height if bound is None else _count_at_most(o.rows, bound)
             if count:
-                taken.append(buf.head(count))
-            rest = buf.slice(count)
-            if rest.height == 0 and nxt < len(run.pieces):
-                rest, nxt = load(run, nxt), nxt + 1
-            if rest.height:
-                still.append((run, nxt, rest))
+                taken.append(o.rows.head(count))
+            o.rows = o.rows.slice(count)
+            if o.rows.height == 0 and o.next < len(o.run.pieces):
+                o = load(o.run, o.next)
+            if o.rows.height:
+                still.append(o)
         active = still
         if taken:
-            batch = pl.concat(taken) if len(taken) > 1 else taken[0]
-            yield batch.sort(SORT_COLUMNS) if len(taken) > 1 else batch
+            yield pl.concat(taken).sort(SORT_COLUMNS) if len(taken) > 1 else taken[0]
+
+
+@dataclass
+class _Open:
+    """A run being merged: its next piece, the buffered rows, the key of its last row."""
+
+    run: Run
+    next: int
+    rows: pl.DataFrame
+    last: Key
+
+
+def _count_at_most(rows: pl.DataFrame, bound: Key) -> int:
+    """How many leading rows of sorted `rows` have a key <= bound: a binary search per key
+    column, each inside the run of rows that tie on the columns before it."""
+    start, stop = 0, rows.height
+    for name, value in zip(SORT_COLUMNS, bound):
+        column = rows.get_column(name).slice(start, stop - start)
+        low = start + int(column.search_sorted(value, side="left"))
+        high = start + int(column.search_sorted(value, side="right"))
+        if low == high or name == SORT_COLUMNS[-1]:
+            return high if name == SORT_COLUMNS[-1] else low
+        start, stop = low, high
+    return stop
 
 
 def numbered(batches: Iterable[pl.DataFrame], start: int = 0) -> Iterator[pl.DataFrame]:
@@ -184,7 +213,7 @@ def head(runs: Sequence[Run], count: int) -> pl.DataFrame:
 def tail(runs: Sequence[Run], count: int) -> pl.DataFrame:
     """The last `count` rows of the merged timeline: each lies in the last `count` rows of
     its own run."""
-    parts = [t for r in runs for t in r.tail]
+    parts = [r.tail for r in runs if r.tail is not None]
     if not parts:
         return pl.DataFrame()
     return pl.concat(parts).sort(SORT_COLUMNS).tail(count)
