@@ -20,6 +20,7 @@ Time is wall-clock of the child process (best of --repeat runs); peak RSS is the
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import platform
 import shutil
@@ -153,6 +154,7 @@ def main(argv: list[str] | None = None) -> int:
     env = lnav_env(lnav, args.data) if lnav else None
     rows: list[tuple[str, ...]] = []
     seconds: dict[str, float] = {}
+    terminal: list[tuple[str, dict[str, float]]] = []
     for label in sizes:
         folder, files, lines, size = ensure_set(args.data, label, parse_size(label))
         names = [str(f) for f in files]
@@ -170,12 +172,27 @@ def main(argv: list[str] | None = None) -> int:
             out.unlink(missing_ok=True)
             rows.append(row(label, f"logcorr {fmt}", lines, size, ours, peer, floor))
             seconds[f"{label} {fmt}"] = ours.seconds
+        terminal.append((label, first_output(folder)))
     print(f"machine: {platform.machine()}, {os.cpu_count()} cores, "
           f"{_memory_gib():.0f} GiB, {platform.platform()}, Python {platform.python_version()}")
     print(render(rows))
     if "16M parquet" in seconds and "4M parquet" in seconds:
         print(f"16M/4M time ratio (parquet): {seconds['16M parquet'] / seconds['4M parquet']:.2f}")
+    for label, marks in terminal:
+        print(f"{label} rich view: lines parsed at {marks['parsing_done']:.2f} s, analysis done "
+              f"at {marks['analysis_done']:.2f} s, first timeline row at {marks['first_row']:.2f} s "
+              f"({marks['first_row'] - marks['analysis_done']:.2f} s after the analysis, "
+              f"{marks['first_row'] - marks['parsing_done']:.2f} s after parsing), "
+              f"{int(marks['rows_rendered'])} rows drawn by {marks['output_done']:.2f} s")
     return 0
+
+
+def first_output(folder: Path) -> dict[str, float]:
+    """benchmarks/first_output.py on one set, in its own process."""
+    done = subprocess.run([sys.executable, str(HERE / "first_output.py"), str(folder / "logs"),
+                           str(folder / "args.json")], capture_output=True, text=True,
+                          check=True)
+    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 def _memory_gib() -> float:

@@ -43,10 +43,10 @@ from logcorr.resolve import (
 )
 from logcorr.selector import Selector
 from logcorr.stream import (
-    CHUNK_BYTES,
     SORT_COLUMNS,
     Run,
     Workspace,
+    chunk_bytes_for,
     compact,
     head,
     line_batches,
@@ -228,19 +228,22 @@ def analyze(
     clock_offsets: dict[str, float] | None = None,
     validate: bool = True,
     progress: Progress | None = None,
-    chunk_bytes: int = CHUNK_BYTES,
+    chunk_bytes: int | None = None,
 ) -> Analysis:
     """Parse, attribute and align every line under `paths`, a chunk at a time.
 
-    `progress(stage, done, total)` reports each of the STAGES (parsing and attributing count
-    chunks).
+    `progress(stage, done, total)` reports each of the STAGES (parsing counts bytes,
+    attributing chunks). `chunk_bytes` (default: by the size of the set, see
+    `stream.chunk_bytes_for`) bounds how much text is worked on at once.
     """
     report = progress or (lambda stage, done, total: None)
     report("reading", 0, 1)
     sources, warnings = discover(paths)
     workspace = Workspace()
     try:
-        scan = _parse_pass(sources, chunk_bytes, warnings, workspace, report)
+        total = sum(_size(s) for s in sources)
+        chunk = chunk_bytes if chunk_bytes is not None else chunk_bytes_for(total)
+        scan = _parse_pass(sources, chunk, total, warnings, workspace, report)
         declared, notes = _server_args_lines(scan.server_args, sources, sglang_version)
         topology, topology_source = _topology(config, declared, sglang_version, validate, notes)
         file_nodes = _file_nodes(declared, topology, notes)
@@ -273,14 +276,14 @@ def _stack(frames: list[pl.DataFrame]) -> pl.DataFrame:
     return pl.concat(full, how="diagonal_relaxed")
 
 
-def _parse_pass(sources: list[Source], chunk_bytes: int, warnings: list[str],
+def _parse_pass(sources: list[Source], chunk_bytes: int, total: int, warnings: list[str],
                 workspace: Workspace, report: Progress) -> _Scan:
     """Parse chunk by chunk; spill each parsed chunk and keep only the small whole-set tables.
 
     WORKERS chunks are parsed at once (polars works outside the GIL, and much of its string
     work runs on one core per call); results are taken in chunk order."""
     scan = _Scan()
-    total = max(1, sum(_size(s) for s in sources))
+    total = max(1, total)
     done = 0
     with ThreadPoolExecutor(max_workers=WORKERS) as pool:
         running: deque[Future[_Parsed]] = deque()

@@ -26,9 +26,10 @@ import polars as pl
 
 from logcorr.ingest import Source, iter_line_chunks
 
-CHUNK_BYTES = 16 * 1024 * 1024
-MERGE_ROWS = 1 << 19  # rows the merge may buffer over all runs together
-PIECE_ROWS = (8192, 131072)  # the smallest and largest piece
+CHUNK_BYTES = (4 << 20, 16 << 20)  # the smallest and largest chunk
+CHUNKS_PER_SET = 96  # a set is cut into at least this many chunks (above the smallest size)
+MERGE_ROWS = 1 << 18  # rows the merge may buffer over all runs together
+PIECE_ROWS = (8192, 32768)  # the smallest and largest piece
 SORT_COLUMNS = ("_sk", "file_id", "line", "part")
 NO_TIME = 2**63 - 1  # the `_sk` of rows without a time: after every timed row
 Key = tuple[int, int, int, int]
@@ -63,6 +64,13 @@ class Workspace:
 
     def close(self) -> None:
         shutil.rmtree(self.path, ignore_errors=True)
+
+
+def chunk_bytes_for(total: int) -> int:
+    """The chunk size for a log set of `total` bytes: large enough that per-chunk costs stay
+    small, small enough that peak memory stays well below the set's size."""
+    smallest, largest = CHUNK_BYTES
+    return max(smallest, min(largest, total // CHUNKS_PER_SET))
 
 
 def line_batches(sources: Sequence[Source], chunk_bytes: int, warnings: list[str]

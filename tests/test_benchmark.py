@@ -20,3 +20,5 @@ def test_small_benchmark_prints_table(tmp_path: Path) -> None:
     assert any("logcorr parquet" in line for line in lines), done.stdout
     assert any("floor (wc -l)" in line for line in lines), done.stdout
     assert "failed" not in done.stderr
+    assert any(line.startswith("5k rich view: ") and "first timeline row at" in line
+               for line in lines), done.stdout
