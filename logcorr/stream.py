@@ -24,6 +24,7 @@ from pathlib import Path
 
 import polars as pl
 
+from logcorr.errors import InputError
 from logcorr.ingest import Source, iter_line_chunks
 
 CHUNK_BYTES = (4 << 20, 16 << 20)  # the smallest and largest chunk
@@ -51,19 +52,32 @@ def time_key(column: str = "_key") -> pl.Expr:
 
 
 class Workspace:
-    """A private temporary folder for spilled chunks and runs; removed by `close`."""
+    """A private temporary folder (under $TMPDIR) for spilled chunks and runs; removed by
+    `close`. It needs roughly a quarter to a half of the log set's size on disk."""
 
     def __init__(self) -> None:
-        self.path = Path(tempfile.mkdtemp(prefix="logcorr-"))
+        try:
+            self.path = Path(tempfile.mkdtemp(prefix="logcorr-"))
+        except OSError as error:
+            raise _no_room(tempfile.gettempdir(), error) from None
         self._numbers = itertools.count(1)  # next() is atomic: writers may be threads
 
     def write(self, frame: pl.DataFrame, stem: str) -> Path:
         path = self.path / f"{stem}-{next(self._numbers):06d}.arrow"
-        frame.write_ipc(path, compression="lz4")
+        try:
+            frame.write_ipc(path, compression="lz4")
+        except OSError as error:
+            raise _no_room(str(self.path), error) from None
         return path
 
     def close(self) -> None:
         shutil.rmtree(self.path, ignore_errors=True)
+
+
+def _no_room(folder: str, error: OSError) -> InputError:
+    return InputError(f"cannot write temporary files in {folder}: "
+                      f"{error.strerror or error}; point TMPDIR at a folder with free space "
+                      "(about half the size of the logs)")
 
 
 def chunk_bytes_for(total: int) -> int:

@@ -206,3 +206,12 @@ def test_empty_sglang_version_is_refused() -> None:
     """`--sglang-version ""` is not silently the default version."""
     assert "unknown SGLang version" in assert_one_error(
         ["topology", "--config", str(GOOD), "--sglang-version", ""])
+
+
+def test_no_room_for_temporary_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A TMPDIR that cannot hold the spill is one clear error naming TMPDIR."""
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "missing"))
+    message = assert_one_error(["analyze", str(LOGS), "--format", "jsonl"])
+    assert "TMPDIR" in message and "missing" in message
