@@ -5,7 +5,9 @@
 
 An input is one file's bytes: pieces logs are made of joined at random (with invalid UTF-8,
 NULs, CR, ANSI/OSC sequences, the parts splitter's sentinel, ...), raw random bytes, or real
-fixture lines with random cuts, glue, hard wraps and inserts. For every input the run must
+fixture lines with random cuts, glue, hard wraps and inserts. Each batch is analysed in
+chunks of a random size (16 kB, 64 kB or the default), so state carried from
+chunk to chunk is fuzzed too. For every input the run must
 either keep it line for line (the texts of a line's parts concatenate to the line, undecodable
 bytes as U+FFFD) or skip it with exactly one warning naming it; `analyze` must not raise.
 Failing batches are copied to `--keep` for reproduction. `--exclude-known` draws again when
@@ -86,7 +88,9 @@ def check_batch(args: tuple[int, int, int, str | None, str, bool]) -> tuple[int,
         for name, data in files.items():
             (folder / name).write_bytes(data)
         try:
-            analysis = analyze([folder], config=config)
+            # chunk sizes that cut the batch into about 30 to 130 chunks, or one chunk
+            chunk = rng.choice((None, None, None, 16384, 65536))
+            analysis = analyze([folder], config=config, chunk_bytes=chunk)
         except Exception:  # noqa: BLE001 - any exception is the failure being looked for
             return count, [_keep(folder, keep, f"batch {start}: " + traceback.format_exc())]
         failures = _compare(files, analysis)
