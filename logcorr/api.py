@@ -7,7 +7,6 @@ server_args line in the logs) -> topology -> resolve (process per line) -> timel
 
 from __future__ import annotations
 
-import weakref
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -130,10 +129,6 @@ class Analysis:
     host_nodes: dict[str, int] = field(default_factory=dict)
     findings: list[Finding] = field(default_factory=list)
     _whole: dict[str, pl.DataFrame] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        if self.workspace is not None:
-            weakref.finalize(self, self.workspace.close)
 
     def batches(self, columns: Sequence[str] | None = None) -> Iterator[pl.DataFrame]:
         """The timeline in order, a batch at a time, with `order`; `columns` selects (default:

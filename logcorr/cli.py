@@ -298,6 +298,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except LogcorrError as error:
         sys.stderr.write(f"logcorr: error: {error}\n")
         return 2
+    except Terminated:
+        sys.stderr.write("logcorr: terminated\n")
+        return 143
     except KeyboardInterrupt:
         _say_interrupted()
         return 130
@@ -318,6 +321,20 @@ def _say_interrupted() -> None:
             signal.signal(signal.SIGINT, previous)
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (a job scheduler or `kill`), unwound like Ctrl-C so that partial output and
+    temporary files are removed."""
+
+
+def _terminate(signum: int, frame: object) -> None:
+    raise Terminated
+
+
 def main_entry() -> None:
     """Console-script entry point."""
-    sys.exit(main())
+    signal.signal(signal.SIGTERM, _terminate)
+    code = main()
+    # the work is done: a signal now must not interrupt the clean-up at exit with a traceback
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    sys.exit(code)

@@ -16,8 +16,10 @@ from __future__ import annotations
 
 import io
 import itertools
+import secrets
 import shutil
 import tempfile
+import weakref
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -52,14 +54,19 @@ def time_key(column: str = "_key") -> pl.Expr:
 
 
 class Workspace:
-    """A private temporary folder (under $TMPDIR) for spilled chunks and runs; removed by
-    `close`. It needs roughly a quarter to a half of the log set's size on disk."""
+    """A private temporary folder (under $TMPDIR) for spilled chunks and runs. It is removed
+    by `close`, when the workspace is garbage-collected, or at interpreter exit - the
+    removal is registered before the folder exists, so no interrupt can leave it behind. It
+    needs roughly a quarter to a half of the log set's size on disk."""
 
     def __init__(self) -> None:
+        root = tempfile.gettempdir()
+        self.path = Path(root) / f"logcorr-{secrets.token_hex(8)}"
+        self._remove = weakref.finalize(self, shutil.rmtree, str(self.path), True)
         try:
-            self.path = Path(tempfile.mkdtemp(prefix="logcorr-"))
+            self.path.mkdir(mode=0o700)
         except OSError as error:
-            raise _no_room(tempfile.gettempdir(), error) from None
+            raise _no_room(root, error) from None
         self._numbers = itertools.count(1)  # next() is atomic: writers may be threads
 
     def write(self, frame: pl.DataFrame, stem: str) -> Path:
@@ -71,7 +78,7 @@ class Workspace:
         return path
 
     def close(self) -> None:
-        shutil.rmtree(self.path, ignore_errors=True)
+        self._remove()
 
 
 def _no_room(folder: str, error: OSError) -> InputError:

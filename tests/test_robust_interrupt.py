@@ -63,6 +63,32 @@ class TestSigint:
         assert _leftovers(tmp_path) == []
         assert outcomes & {130, -signal.SIGINT}, "no run was interrupted; raise the log size"
 
+    @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+    def test_signal_removes_temporary_files(self, logs: Path, tmp_path: Path,
+                                            signum: int) -> None:
+        """Ctrl-C or SIGTERM in the middle of the analysis leaves no spill folder in TMPDIR
+        and exits 130 / 143 (or dies of the signal before the handler is installed)."""
+        spill = tmp_path / "spill"
+        spill.mkdir()
+        command = [sys.executable, "-m", "logcorr", "analyze", str(logs), "--format", "jsonl",
+                   "-o", str(tmp_path / "out.jsonl")]
+        expected = {130: signal.SIGINT, 143: signal.SIGTERM}
+        codes = set()
+        for pause in (0.0, 0.05):
+            process = subprocess.Popen(command, stderr=subprocess.PIPE,
+                                       env=dict(os.environ, TMPDIR=str(spill)))
+            deadline = time.monotonic() + 60
+            while not list(spill.iterdir()) and time.monotonic() < deadline:
+                time.sleep(0.005)  # until the analysis has made its spill folder
+            time.sleep(pause)
+            process.send_signal(signum)
+            _, err = process.communicate(timeout=300)
+            codes.add(process.returncode)
+            assert process.returncode == 0 or expected.get(process.returncode) == signum, err
+            assert b"Traceback" not in err
+            assert list(spill.iterdir()) == [], (process.returncode, err)
+        assert codes - {0}, "no run was interrupted; raise the log size"
+
     def test_output_mode_follows_umask(self, tmp_path: Path) -> None:
         """The renamed output is readable like any new file (umask), not 0600 from mkstemp."""
         old = os.umask(0o022)
