@@ -87,7 +87,7 @@ def header(analysis: Analysis, selected: int | None, limit: int) -> RenderableTy
     reasons = analysis.unattributed_reasons()
     if reasons:
         lines.append(Text("not attributed: " + ", ".join(
-            f"{why} {n}" for why, n in sorted(reasons.items(), key=lambda kv: -kv[1]))))
+            f"{why} {n}" for why, n in sorted(reasons.items(), key=lambda kv: (-kv[1], kv[0])))))
     for contradiction in analysis.contradictions:
         where = f" ({contradiction['file']}:{contradiction['line']})" if contradiction.get(
             "file") else ""
