@@ -1,5 +1,5 @@
 """`python -m logcorr` runs the command-line interface."""
 
-from logcorr.cli import main_entry
+from logcorr.launch import main
 
-main_entry()
+main()

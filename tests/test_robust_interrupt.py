@@ -152,3 +152,20 @@ class TestInterruptedWrite:
         assert code == 130
         assert not target.exists()
         assert os.listdir(tmp_path) == []
+
+
+def test_ctrl_c_while_importing_is_not_a_traceback() -> None:
+    """Ctrl-C before the heavy modules are loaded: `logcorr: interrupted`, exit 130."""
+    script = (
+        "import sys\n"
+        "class Interrupt:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name == 'logcorr.cli':\n"
+        "            raise KeyboardInterrupt\n"
+        "sys.meta_path.insert(0, Interrupt())\n"
+        "from logcorr.launch import main\n"
+        "main()\n")
+    done = subprocess.run([sys.executable, "-c", script, "analyze", "x"], capture_output=True,
+                          text=True, cwd=ROOT, timeout=60, check=False)
+    assert done.returncode == 130
+    assert done.stderr == "logcorr: interrupted\n"
