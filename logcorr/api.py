@@ -1,8 +1,13 @@
-"""`analyze(...)`: the one place the stages are chained.
+"""`analyze(...)`: the one place the stages are chained, a chunk of lines at a time.
 
-paths -> ingest (physical lines) -> formats (fields per line) -> launch config (given, or the
-server_args line in the logs) -> topology -> resolve (process per line) -> timeline (order)
--> the tagged timeline of the output contract (model.TIMELINE_SCHEMA).
+parse pass:       paths -> ingest (lines, in chunks) -> formats (fields) -> spill, plus the
+                  small whole-set tables (key rows, server_args lines, exception headers)
+whole set:        launch config (given, or the server_args line in the logs) -> topology ->
+                  resolve.resolve_keys (a process per distinct key row)
+attribution pass: spilled chunk -> resolve.attribute -> timeline (completed time, sort key)
+                  -> output contract (model.TIMELINE_SCHEMA) -> sorted run (stream.py)
+diagnosis:        the events and counts gathered per chunk -> findings
+The timeline is then read from the runs by their merge (`Analysis.batches`).
 """
 
 from __future__ import annotations

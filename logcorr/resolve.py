@@ -40,16 +40,6 @@ _ROLE_TITLES = {"sglang::data_parallel_controller": "dp_controller",
 _PROC = pl.UInt32()
 
 
-@dataclass
-class Resolution:
-    """The outcome of attribution: per-row process and evidence, plus what was learned."""
-
-    lines: pl.DataFrame  # the parsed rows plus `proc`, `evidence`, `why` and identity columns
-    processes: pl.DataFrame  # proc -> coordinates (the topology's, or what prefixes print)
-    contradictions: list[dict[str, object]] = field(default_factory=list)
-    host_nodes: dict[str, int] = field(default_factory=dict)
-
-
 # --------------------------------------------------------------------------- process table
 
 
