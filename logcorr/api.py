@@ -106,7 +106,10 @@ class Tally:
             for value, n in frame.group_by(column).len().iter_rows():
                 if value is not None:
                     counts[value] = counts.get(value, 0) + n
-        known = frame.filter(pl.col("proc").is_not_null())
+        needed = {"proc", "file_id", "line", "host", "pid", "ts_full", *COORDINATES,
+                  *SORT_COLUMNS}
+        known = frame.select(c for c in frame.columns if c in needed).filter(
+            pl.col("proc").is_not_null())
         self.procs.update(known.get_column("proc").unique().to_list())
         if files_with_nodes:
             self.file_procs.append(known.filter(pl.col("file_id").is_in(files_with_nodes))
