@@ -34,6 +34,7 @@ from logcorr.errors import ConfigError
 from logcorr.formats import parse
 from logcorr.ingest import Source, discover, empty_lines
 from logcorr.model import COORDINATES, TIMELINE_SCHEMA
+from logcorr.output import time_condition
 from logcorr.resolve import (
     KEY_COLUMNS,
     Attribution,
@@ -624,8 +625,6 @@ def select_rows(analysis: Analysis, selector: Selector | None = None,
     """Timeline batches (contract columns) whose coordinates match `selector` (see
     logcorr.selector) and whose own time is inside [since, until]. Bad options raise here,
     before the first batch."""
-    from logcorr.output import time_condition
-
     if selector is None and since is None and until is None:
         return analysis.batches()
     condition = pl.lit(True)

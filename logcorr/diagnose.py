@@ -219,7 +219,8 @@ def crash_findings(ctx: Context) -> list[Finding]:
     root = firsts.row(0, named=True)
     cascade = rows.filter(_contains_any(CASCADE_STEMS) & (pl.col("order") > root["order"]))
     later = firsts.slice(1)
-    detail = _exception_text(ctx.rows, root)
+    record = _record(ctx.rows, root)  # one read of the runs for both uses
+    detail = _exception_text(record, root)
     proc_text = _short(ctx.people.get(root["proc"], {}))
     summary = f"{proc_text} failed first: {detail}"
     if later.height:
@@ -227,7 +228,7 @@ def crash_findings(ctx: Context) -> list[Finding]:
     if cascade.height:
         summary += "; the SIGQUIT/kill cascade that followed is attached"
     evidence = ctx.cite(pl.concat([firsts.head(1).select("file_id", "line"),
-                                   _record_tail(ctx.rows, root).select("file_id", "line"),
+                                   record.tail(1).select("file_id", "line"),
                                    later.select("file_id", "line"),
                                    cascade.select("file_id", "line")]), limit=12)
     return [Finding("crash", "error", summary, ctx.who([root["proc"]]),
@@ -245,18 +246,13 @@ def _record(rows: pl.LazyFrame, root: dict[str, Any]) -> pl.DataFrame:
         "file_id", "line", "part", "text").collect().sort("line", "part")
 
 
-def _record_tail(rows: pl.LazyFrame, root: dict[str, Any]) -> pl.DataFrame:
-    """The last line of the root's record (`ExcType: message` of its traceback)."""
-    return _record(rows, root).tail(1)
-
-
-def _exception_text(rows: pl.LazyFrame, root: dict[str, Any]) -> str:
-    """`ExcType: message` closing the root's traceback, else the root line's own message."""
-    record = _record(rows, root)
+def _exception_text(record: pl.DataFrame, root: dict[str, Any]) -> str:
+    """`ExcType: message` closing the root's traceback (`record`, from `_record`), else the
+    root line's own message."""
     closing = record.filter(pl.col("text").str.contains(
         r"^[A-Za-z_][\w.]*(?:Error|Exception|Interrupt|Exit)\b"))
     if closing.height:
-        return str(closing.sort("line", "part")["text"][-1]).strip()[:200]
+        return str(closing["text"][-1]).strip()[:200]
     text = str(root["text"])
     return text[text.find("] ") + 2:].strip()[:200] if "] " in text else text.strip()[:200]
 

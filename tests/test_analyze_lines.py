@@ -185,6 +185,22 @@ class TestOptions:
         assert code == 0
         assert [json.loads(line)["tp_rank"] for line in out.splitlines()] == [3]
 
+    def test_text_view_of_a_selection_shows_head_and_tail(
+            self, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        """A filtered view is read as a stream: its first and last rows, and a marker
+        counting the selected lines between them."""
+        logs = tmp_path / "logs"
+        write(logs, "node0.log", [f"[2026-11-29 10:00:{s:02d} TP{s % 2}] Decode batch. step {s}"
+                                  for s in range(20)])
+        code = main(["analyze", str(logs), "--config", str(config(tmp_path, {"tp_size": 2})),
+                     "--format", "text", "--select", "tp=1", "--limit", "4"])
+        out = capsys.readouterr().out
+        assert code == 0
+        steps = [int(line.rsplit(" ", 1)[1]) for line in out.splitlines() if "| [2026" in line]
+        assert steps == [1, 3, 17, 19]
+        assert "... 6 lines not shown (use --limit 0 to show all) ..." in out
+        assert "shown: the selected lines, at most 4" in out
+
     def test_clock_offset_reorders(self, tmp_path: Path) -> None:
         logs = tmp_path / "logs"
         write(logs, "a.log", ["gpu-a:11:11 [0] NCCL INFO NCCL version 2.21.5+cuda12.4",
