@@ -169,3 +169,27 @@ def test_ctrl_c_while_importing_is_not_a_traceback() -> None:
                           text=True, cwd=ROOT, timeout=60, check=False)
     assert done.returncode == 130
     assert done.stderr == "logcorr: interrupted\n"
+
+
+@pytest.mark.parametrize(("given", "expected"), [(None, "muzzy_decay_ms:0"),
+                                                 ("dirty_decay_ms:0", "dirty_decay_ms:0")])
+def test_entry_sets_the_allocator_before_polars_loads(given: str | None, expected: str) -> None:
+    """The console entry asks polars' jemalloc to release freed pages at once (lower peak RSS),
+    before polars is imported; a setting the user made is kept."""
+    script = (
+        "import atexit, os, sys\n"
+        "atexit.register(lambda: print(os.environ.get('_RJEM_MALLOC_CONF'),\n"
+        "                              'polars-preloaded' if PRE else 'polars-after'))\n"
+        "PRE = 'polars' in sys.modules\n"
+        "from logcorr.launch import main\n"
+        "main()\n")
+    env = {k: v for k, v in os.environ.items() if k != "_RJEM_MALLOC_CONF"}
+    if given is not None:
+        env["_RJEM_MALLOC_CONF"] = given
+    done = subprocess.run([sys.executable, "-c", script, "--version"], capture_output=True,
+                          text=True, cwd=ROOT, timeout=60, check=False, env=env)
+    assert done.returncode == 0
+    conf, loaded = done.stdout.splitlines()[-1].split()
+    # polars puts its own defaults first; jemalloc takes the last value of an option
+    assert conf.split(",")[-1] == expected
+    assert loaded == "polars-after"

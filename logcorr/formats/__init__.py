@@ -110,13 +110,18 @@ def _assemble(df: pl.DataFrame, fast: list[tuple[pl.Series, pl.DataFrame]],
 
 def _spread(name: str, dtype: pl.DataType, height: int,
             fast: list[tuple[pl.Series, pl.DataFrame]]) -> pl.Series:
-    column = pl.repeat(None, height, dtype=dtype, eager=True)
+    column = _nulls(name, dtype, height)
     for rows, fields in fast:
         if name in fields.columns:
             values = fields.get_column(name).cast(dtype)
             if values.null_count() < values.len():
                 column = column.scatter(rows, values)
     return column
+
+
+def _nulls(name: str, dtype: pl.DataType, height: int) -> pl.Series:
+    """`height` nulls (a tenth of the cost of `pl.repeat`, which plans a query each call)."""
+    return pl.Series(name, [None], dtype=dtype).new_from_index(0, height)
 
 
 def _places(height: int, rest: pl.DataFrame | None) -> tuple[pl.Series | None, pl.Series] | None:
@@ -133,7 +138,7 @@ def _places(height: int, rest: pl.DataFrame | None) -> tuple[pl.Series | None, p
         extra.get_column("_row"), extra.get_column("len"))
     start = pl.int_range(height, dtype=pl.Int64, eager=True) + shift.cum_sum() - shift
     total = height + int(shift.sum())
-    source = pl.repeat(None, total, dtype=pl.Int64, eager=True).scatter(
+    source = _nulls("source", pl.Int64(), total).scatter(
         start, pl.int_range(height, dtype=pl.Int64, eager=True)).forward_fill()
     return source, start.gather(row) + rest.get_column("part").cast(pl.Int64)
 
@@ -158,7 +163,9 @@ def _parse_rest(rest: pl.DataFrame) -> pl.DataFrame | None:
     remaining = rest.with_columns(pbody=wrappers.clean(pl.col("body")))
     results: list[pl.DataFrame] = []
     for test, family_parse in FAMILIES:
-        chosen = test(pl.col("pbody")).fill_null(False)
+        chosen = remaining.select(test(pl.col("pbody")).fill_null(False)).to_series()
+        if not chosen.any():  # the family's parse has a fixed cost of a few ms: skip it
+            continue
         parsed, refused = family_parse(remaining.filter(chosen))
         results.append(parsed)
         remaining = pl.concat([remaining.filter(~chosen), refused], how="diagonal_relaxed")
@@ -168,6 +175,8 @@ def _parse_rest(rest: pl.DataFrame) -> pl.DataFrame | None:
 
 def _fill_from_wrappers(df: pl.DataFrame) -> pl.DataFrame:
     """Fields a wrapper gave fill what the inner line left empty."""
+    if "ts_has_date" not in df.columns:  # no family that reads times took a row
+        df = df.with_columns(ts_has_date=pl.lit(None, pl.Boolean))
     fills = []
     for name, wrapped in _WRAPPER_FILLS.items():
         if wrapped in df.columns:
@@ -177,7 +186,7 @@ def _fill_from_wrappers(df: pl.DataFrame) -> pl.DataFrame:
         fills.append(
             pl.when(pl.col("ts_has_date").is_null() & pl.col("_w_ts").is_not_null())
             .then(True)
-            .otherwise(pl.col("ts_has_date") if "ts_has_date" in df.columns else None)
+            .otherwise(pl.col("ts_has_date"))
             .alias("ts_has_date")
         )
     return df.with_columns(fills) if fills else df
