@@ -31,7 +31,8 @@ from logcorr.ingest import Source, iter_line_chunks
 
 CHUNK_BYTES = (4 << 20, 16 << 20)  # the smallest and largest chunk
 CHUNKS_PER_SET = 96  # a set is cut into at least this many chunks (above the smallest size)
-MERGE_ROWS = 1 << 18  # rows the merge may buffer over all runs together
+MERGE_ROWS = 1 << 17  # rows the merge may buffer over all runs together
+BATCH_ROWS = 1 << 15  # rows the merge emits at most per batch
 PIECE_ROWS = (8192, 32768)  # the smallest and largest piece
 SORT_COLUMNS = ("_sk", "file_id", "line", "part")
 NO_TIME = 2**63 - 1  # the `_sk` of rows without a time: after every timed row
@@ -165,7 +166,8 @@ def merge(runs: Sequence[Run], columns: Sequence[str] | None = None) -> Iterator
     """The rows of all runs in timeline-key order, a batch at a time (k-way merge of pieces).
 
     Each step emits every buffered row up to the smallest last key among the runs that have
-    more pieces (no row still on disk can come before it), then refills the runs it emptied.
+    more pieces (no row still on disk can come before it), lowered when that would be more
+    than BATCH_ROWS rows (memory), then refills the runs it emptied.
     A run is opened only when the merge reaches its first key, so the runs of a log set that
     spans hours are not all in memory at once."""
     wanted = list(columns) if columns is not None else None
@@ -183,10 +185,15 @@ def merge(runs: Sequence[Run], columns: Sequence[str] | None = None) -> Iterator
         if waiting and (bound is None or (waiting[0].first or bound) <= bound):
             active.append(load(waiting.pop(0), 0))
             continue
+        counts = [o.rows.height if bound is None else _count_at_most(o.rows, bound)
+                  for o in active]
+        if sum(counts) > BATCH_ROWS:  # a smaller bound: each run gives at most its share
+            share = max(1, BATCH_ROWS // len(active))
+            bound = min(_key_of(o.rows, min(c, share) - 1) for o, c in zip(active, counts) if c)
+            counts = [_count_at_most(o.rows, bound) for o in active]
         taken: list[pl.DataFrame] = []
         still: list[_Open] = []
-        for o in active:
-            count = o.rows.height if bound is None else _count_at_most(o.rows, bound)
+        for o, count in zip(active, counts):
             if count:
                 taken.append(o.rows.head(count))
             o.rows = o.rows.slice(count)

@@ -10,6 +10,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
+from logcorr import stream
 from logcorr.api import Analysis, analyze
 
 ROOT = Path(__file__).resolve().parent.parent / "fixtures" / "analyze"
@@ -59,3 +60,29 @@ def test_head_and_tail_without_a_merge_match_the_merge(tmp_path: Path) -> None:
     timeline = analysis.timeline
     assert analysis.head(25).equals(timeline.head(25))
     assert analysis.tail(25).equals(timeline.tail(25))
+
+
+def test_merge_gives_the_global_order_in_bounded_batches(monkeypatch: pytest.MonkeyPatch
+                                                         ) -> None:
+    """Runs that overlap in time merge into the order of one global sort, and no batch is
+    larger than BATCH_ROWS even when every buffered row could be emitted at once."""
+    monkeypatch.setattr(stream, "BATCH_ROWS", 50)
+    workspace = stream.Workspace()
+    try:
+        runs: list[stream.Run] = []
+        frames = []
+        for file_id, (start, step) in enumerate([(0, 3), (1, 2), (5, 7), (0, 1)]):
+            keys = list(range(start, start + step * 300, step))
+            frame = pl.DataFrame({"_sk": keys, "file_id": [file_id] * 300,
+                                  "line": list(range(300)), "part": [0] * 300},
+                                 schema={"_sk": pl.Int64, "file_id": pl.UInt32,
+                                         "line": pl.UInt32, "part": pl.UInt16})
+            frames.append(frame)
+            stream.write_run(workspace, frame, runs, keep=10, rows=40)
+        batches = list(stream.merge(runs))
+        expected = pl.concat(frames).sort(stream.SORT_COLUMNS)
+        assert len(runs) == 4
+        assert max(b.height for b in batches) <= 50
+        assert pl.concat(batches).equals(expected)
+    finally:
+        workspace.close()
