@@ -46,10 +46,12 @@ class TestSigint:
         """SIGINT at several moments: exit 130 and no output, or exit 0 and the full output."""
         command = [sys.executable, "-m", "logcorr", "analyze", str(logs), "--format", "jsonl"]
         reference = tmp_path / "reference.jsonl"
+        started = time.monotonic()
         subprocess.run([*command, "-o", str(reference)], check=True, timeout=300)
+        took = time.monotonic() - started
         complete = reference.read_bytes()
         outcomes = set()
-        for delay in (0.6, 1.2, 1.8, 2.4):
+        for delay in (took * f for f in (0.3, 0.5, 0.7, 0.9)):  # from imports to writing
             target = tmp_path / f"out-{delay}.jsonl"
             process = subprocess.Popen([*command, "-o", str(target)], stderr=subprocess.PIPE)
             time.sleep(delay)
