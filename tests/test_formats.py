@@ -203,6 +203,24 @@ class TestWrappers:
         """Ray prefix gives the pid, with or without colour codes."""
         check(line, pid=270291, torch_rank=3, source="torch")
 
+    @pytest.mark.parametrize(
+        "line",
+        [
+            '(SGLangEngine pid=6680)   File "/sgl/python/sglang/srt/managers/scheduler.py", line 2612, in run_scheduler_process',
+            '\x1b[36m(SGLangEngine pid=6680)\x1b[0m   File "/sgl/python/sglang/srt/managers/scheduler.py", line 2612, in run_scheduler_process',
+        ],
+    )  # fmt: skip
+    def test_ray_keeps_the_indent_of_the_line(self, line: str) -> None:
+        """Ray writes one space after its prefix: a traceback frame under it keeps its indent
+        and is read as a traceback line (issue THUDM/slime#369 shape)."""
+        row = check(line, pid=6680, source="traceback")
+        assert row["text"] == line
+
+    def test_frame_without_indent_is_traceback(self) -> None:
+        """A frame line whose indentation a collector trimmed is still a traceback line."""
+        check('File "/sgl/python/sglang/srt/managers/scheduler.py", line 2612, in run',
+              source="traceback", starts_record=False)
+
     def test_ray_lost_escape_and_repeat(self) -> None:
         """Lost-ESC colour junk and `[repeated Nx across cluster]` are ignored."""
         check(
@@ -261,6 +279,33 @@ class TestParts:
             (161260, 163309, 3),
         ]
         assert nccl[1]["comm_rank"] == 3 and nccl[1]["comm_nranks"] == 8
+
+    def test_glued_nccl_header_takes_a_known_host(self) -> None:
+        """Two processes writing into one line (ms-swift#3934 shape): the glued header's host
+        run (`166015g183`, `512g183`) is cut at the host an NCCL line of the chunk starts
+        with; the parts still concatenate to the line."""
+        lines = [
+            "g183:161262:161262 [5] NCCL INFO Bootstrap : Using eth0:10.0.0.1<0>",
+            "g183:161264:166015g183:161258:166018 [1] NCCL INFO Connected NVLS tree",
+            "g183:161258:166018 [1] NCCL INFO threadThresholds 8/8/64 | 512 | 512g183:161262:166017 [5] NCCL g183:161264:166015 [7] NCCL INFO Connected NVLS tree",
+        ]  # fmt: skip
+        rows = parse(_frame(lines)).to_dicts()
+        for number, line in enumerate(lines, start=1):
+            assert "".join(r["text"] for r in rows if r["line"] == number) == line
+        assert [(r["text"][:22], r["host"], r["pid"], r["device_id"]) for r in rows[1:]] == [
+            ("g183:161264:166015", None, None, None),
+            ("g183:161258:166018 [1]", "g183", 161258, 1),
+            ("g183:161258:166018 [1]", "g183", 161258, 1),
+            ("g183:161262:166017 [5]", "g183", 161262, 5),
+            ("g183:161264:166015 [7]", "g183", 161264, 7),
+        ]
+
+    def test_glued_nccl_header_of_an_unseen_host_has_no_host(self) -> None:
+        """When no NCCL line of the chunk starts with a host that ends the glued run, the part
+        keeps its pid, thread and device, and its host is left empty rather than guessed."""
+        rows = parts("x | 512node7:42:43 [2] NCCL INFO Connected all rings")
+        assert [(r["host"], r["pid"], r["tid"], r["device_id"], r["source"]) for r in rows] == [
+            (None, None, None, None, "other"), (None, 42, 43, 2, "nccl")]
 
     def test_wrapper_not_split(self) -> None:
         """A header right after a wrapper is not a split point."""

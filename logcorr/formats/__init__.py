@@ -57,7 +57,8 @@ def parse(lines: pl.DataFrame) -> pl.DataFrame:
     for rows, fields in fast:
         taken = taken.scatter(rows.filter(fields.get_column("_ok")), True)
     rest = df.with_row_index("_row").filter(~taken)
-    return _assemble(df, fast, _parse_rest(rest))
+    nccl_hosts = [f.get_column("host") for _, f in fast if "host" in f.columns]
+    return _assemble(df, fast, _parse_rest(rest, pl.concat(nccl_hosts) if nccl_hosts else None))
 
 
 def _sglang_fast(text: pl.Series, cut: pl.Series) -> pl.DataFrame:
@@ -155,11 +156,12 @@ def _overwrite(column: pl.Series, places: tuple[pl.Series | None, pl.Series],
     return column
 
 
-def _parse_rest(rest: pl.DataFrame) -> pl.DataFrame | None:
-    """Wrappers, parts and the family cascade for the rows off the fast path."""
+def _parse_rest(rest: pl.DataFrame, nccl_hosts: pl.Series | None) -> pl.DataFrame | None:
+    """Wrappers, parts and the family cascade for the rows off the fast path (`nccl_hosts`:
+    the hosts of the chunk's clean NCCL lines, for glued NCCL headers)."""
     if rest.height == 0:
         return None
-    rest = parts.split(wrappers.peel(rest.rechunk())).rechunk()
+    rest = parts.split(wrappers.peel(rest.rechunk()), nccl_hosts).rechunk()
     remaining = rest.with_columns(pbody=wrappers.clean(pl.col("body")))
     results: list[pl.DataFrame] = []
     for test, family_parse in FAMILIES:
@@ -170,7 +172,11 @@ def _parse_rest(rest: pl.DataFrame) -> pl.DataFrame | None:
         results.append(parsed)
         remaining = pl.concat([remaining.filter(~chosen), refused], how="diagonal_relaxed")
     results.append(remaining.with_columns(source=pl.lit("other"), starts_record=pl.lit(False)))
-    return _fill_from_wrappers(pl.concat(results, how="diagonal_relaxed"))
+    parsed = _fill_from_wrappers(pl.concat(results, how="diagonal_relaxed"))
+    if "_host_unknown" in parsed.columns and "host" in parsed.columns:
+        parsed = parsed.with_columns(pl.when(pl.col("_host_unknown").fill_null(False))
+                                     .then(None).otherwise(pl.col("host")).alias("host"))
+    return parsed
 
 
 def _fill_from_wrappers(df: pl.DataFrame) -> pl.DataFrame:

@@ -5,17 +5,25 @@ A split happens only before a strong header that is not at the start of the body
 (optionally behind a bare SGLang time stamp, which then stays with it). Part 0 keeps the wrapper
 prefix, so the texts of the parts concatenate to the physical line. Only lines that contain a
 literal hint (`[20` or ` NCCL ` past the first character) reach the regex.
+
+An NCCL header inside a line (two processes writing into one line) has no visible start when
+it is glued to other text (`…166015g183:161258:166018 [1] NCCL …`, `… | 512g183:…`): the regex
+takes the longest host it can (`166015g183`, `512g183`). The part's host is trusted only when
+an NCCL line of the same chunk starts with it; when such a host ends the run (`g183`), the part
+starts there; otherwise the part keeps its pid, thread and device but `_host_unknown` marks its
+host as not to be trusted.
 """
 
 from __future__ import annotations
 
 import polars as pl
 
-from logcorr.formats._common import NCCL_HEADER, SENTINEL, SGL_HEADER, SGL_STAMP
+from logcorr.formats._common import NCCL_HEADER, NCCL_HOST, SENTINEL, SGL_HEADER, SGL_STAMP
 
 SPLIT = rf"(?:\[{SGL_STAMP}\] )?{NCCL_HEADER}|{SGL_HEADER}"
 HINTS = ["[20", " NCCL "]
 _NCCL_AT_START = rf"^(?:\[{SGL_STAMP}\] )?{NCCL_HEADER}"
+_NCCL_HOST_AT_START = rf"^(?:\[{SGL_STAMP}\] )?({NCCL_HOST}):\d+:\d+ \[\d+\] "
 
 
 def hint(text: pl.Expr) -> pl.Expr:
@@ -31,8 +39,9 @@ def _nccl_glue(body: pl.Expr) -> pl.Expr:
     )
 
 
-def split(df: pl.DataFrame) -> pl.DataFrame:
-    """Explode glued lines into parts; adds `part` (UInt16), rewrites `text` and `body` per part."""
+def split(df: pl.DataFrame, hosts: pl.Series | None = None) -> pl.DataFrame:
+    """Explode glued lines into parts; adds `part` (UInt16), rewrites `text` and `body` per part.
+    `hosts`: NCCL hosts seen on clean lines (to find where a glued NCCL header starts)."""
     body = pl.col("body")
     maybe = (body.str.slice(1).str.contains("[20", literal=True) | _nccl_glue(body)) & ~body.str.contains(
         SENTINEL, literal=True
@@ -41,6 +50,8 @@ def split(df: pl.DataFrame) -> pl.DataFrame:
     multi = df.filter(maybe)
     if multi.height == 0:
         return single
+    starts = df.select(body.str.extract(_NCCL_HOST_AT_START, 1)).to_series()  # line starts
+    hosts = starts if hosts is None else pl.concat([hosts, starts])
     marked = body.str.replace_all(SPLIT, SENTINEL + "${0}")
     multi = (
         multi.with_columns(_pieces=marked.str.split(SENTINEL))
@@ -54,4 +65,29 @@ def split(df: pl.DataFrame) -> pl.DataFrame:
         .then(pl.concat_str([pl.col("_wrap"), pl.col("_pieces")]))
         .otherwise(pl.col("_pieces")),
     ).drop("_pieces")
-    return pl.concat([single, multi], how="diagonal_relaxed")
+    return pl.concat([single, _glued_hosts(multi, hosts)], how="diagonal_relaxed")
+
+
+def _glued_hosts(multi: pl.DataFrame, hosts: pl.Series | None) -> pl.DataFrame:
+    """Parts after the first that begin with an NCCL header: move the start of the part to
+    the longest known host that ends the header's host run, else mark the host unknown."""
+    inside = ((pl.col("_row").shift(1) == pl.col("_row"))
+              & pl.col("body").str.contains(_NCCL_AT_START)).fill_null(False)
+    multi = multi.with_columns(_token=pl.when(inside).then(
+        pl.col("body").str.extract(r"^([^:]+):", 1)))
+    known = [h for h in (hosts.drop_nulls().unique().to_list() if hosts is not None else [])
+             if h]
+    longest = pl.lit(None, pl.String)
+    for host in sorted(known, key=len):  # the longest matching host is tried last and wins
+        longest = pl.when(pl.col("_token").str.ends_with(host)).then(pl.lit(host)).otherwise(
+            longest)
+    cut = (pl.col("_token").str.len_chars() - pl.col("_found").str.len_chars()).fill_null(0)
+    multi = multi.with_columns(_found=longest).with_columns(_cut=cut)
+    moved = pl.col("body").str.slice(0, pl.col("_cut"))
+    give = pl.when(pl.col("_row").shift(-1) == pl.col("_row")).then(
+        moved.shift(-1)).otherwise(pl.lit("")).fill_null("")
+    return multi.with_columns(
+        text=pl.concat_str([pl.col("text").str.slice(pl.col("_cut")), give]),
+        body=pl.concat_str([pl.col("body").str.slice(pl.col("_cut")), give]),
+        _host_unknown=pl.col("_token").is_not_null() & pl.col("_found").is_null(),
+    ).drop("_token", "_found", "_cut")

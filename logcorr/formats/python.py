@@ -13,6 +13,7 @@ from logcorr.formats._common import BODY, as_int, month_day_stamp
 GLOG = r"^([IWEFV])(\d{4}) (\d\d:\d\d:\d\d)(?:\.(\d{6}))?(?: +(\d+))? [^\]\s]+:\d+\] "
 _FILE_TB = r'^\s*File "[^"]*", line \d+, in '
 _FILE_FH = r'^\s*File "[^"]*", line \d+ in '
+_FILE_START = r'^\s*File "'
 _EXC = r"^[A-Za-z_][\w.]*(?:Error|Exception|Interrupt|Exit|Warning|Fault|Failure)(?:: |:$|$)"
 _PYSPY_FRAME = r"^ {4}[\w.<>:~\[\]$@ ]+ \([^()\s]+\)$"
 _PROCESS = r"^Process (\d+): (\S.*)$"
@@ -64,6 +65,7 @@ def candidates(body: pl.Expr) -> pl.Expr:
     return (
         pl.any_horizontal(body.str.starts_with(start) for start in starts)
         | body.str.contains(_EXC)
+        | body.str.contains(_FILE_START)  # a frame whose indent a wrapper or collector ate
     )
 
 
