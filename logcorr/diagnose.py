@@ -112,14 +112,16 @@ class Context:
         return [self.people[p] for p in sorted(set(procs)) if p in self.people]
 
     def cite(self, rows: pl.DataFrame, limit: int = 8) -> list[dict[str, Any]]:
-        return [{"file": self.files.get(f, "?"), "line": int(n)}
-                for f, n in rows.select("file_id", "line").head(limit).iter_rows()]
+        """The first `limit` distinct (file, line) places of `rows`, in their order."""
+        places = rows.select("file_id", "line").unique(maintain_order=True).head(limit)
+        return [{"file": self.files.get(f, "?"), "line": int(n)} for f, n in places.iter_rows()]
 
 
 _ORDER = ["_sk", "file_id", "line", "part"]  # the timeline order (see logcorr.stream)
 _STEMS = "|".join(regex.escape(s) for s in ALL_STEMS)
 _EVENT_SCHEMA: dict[str, pl.DataType] = {"_sk": pl.Int64(), "file_id": pl.UInt32(), "line": pl.UInt32(), "part": pl.UInt16(),
-                 "text": pl.String(), "proc": pl.UInt32(), "ts_full": pl.Datetime("us"),
+                 "text": pl.String(), "proc": pl.UInt32(), "role": pl.String(),
+                 "ts_full": pl.Datetime("us"),
                  "host": pl.String(), "pid": pl.Int64(), "record": pl.UInt32(),
                  "starts_record": pl.Boolean(), "torch_rank": pl.Int32(), "pg_desc": pl.String(),
                  "pg_rank": pl.Int32(), "seq": pl.Int64(), "op": pl.String(),
@@ -211,10 +213,12 @@ def crash_findings(ctx: Context) -> list[Finding]:
     """The first fatal event of each process; the earliest overall is the root, later crashes
     and the SIGQUIT cascade hang off it."""
     rows = ctx.events
-    crash = rows.filter(_contains_any(CRASH_STEMS) & pl.col("proc").is_not_null()
+    fatal = rows.filter(_contains_any(CRASH_STEMS)
                         & ~pl.col("text").str.contains("NCCL WARN", literal=True))
+    crash = fatal.filter(pl.col("proc").is_not_null())
+    unnamed = fatal.filter(pl.col("proc").is_null()).sort("order")
     if crash.height == 0:
-        return []
+        return _unnamed_crash(ctx, unnamed)
     firsts = crash.group_by("proc").agg(pl.all().sort_by("order").first()).sort("order")
     root = firsts.row(0, named=True)
     cascade = rows.filter(_contains_any(CASCADE_STEMS) & (pl.col("order") > root["order"]))
@@ -223,6 +227,11 @@ def crash_findings(ctx: Context) -> list[Finding]:
     detail = _exception_text(record, root)
     proc_text = _short(ctx.people.get(root["proc"], {}))
     summary = f"{proc_text} failed first: {detail}"
+    earlier = unnamed.filter(pl.col("order") < root["order"])
+    if earlier.height:
+        where = ctx.cite(earlier.head(1))[0]
+        summary += (f" (but {earlier.height} fatal line(s) before it name no process, the "
+                    f"first at {where['file']}:{where['line']})")
     if later.height:
         summary += f"; {later.height} other process(es) failed after it"
     if cascade.height:
@@ -237,6 +246,37 @@ def crash_findings(ctx: Context) -> list[Finding]:
                                                      cascade.select("ts_full")]))),
                     evidence=evidence,
                     waiting=ctx.who(later["proc"].to_list()))]
+
+
+def _unnamed_crash(ctx: Context, unnamed: pl.DataFrame) -> list[Finding]:
+    """A fatal line that no evidence ties to a scheduler (`terminate called …` in a file many
+    processes write to, or a crash of the main process): reported without a culprit, rather
+    than not at all or pinned on the process whose line happened to come before it."""
+    if unnamed.height == 0:
+        return []
+    first = unnamed.row(0, named=True)
+    role = first.get("role")
+    who = f"the {role} process" if role else "a process that no line identifies"
+    detail = str(first["text"]).strip()
+    if "] " in detail and detail.startswith("["):
+        detail = detail[detail.find("] ") + 2:]
+    what = ctx.events.filter((pl.col("file_id") == first["file_id"])
+                             & (pl.col("line") == first["line"] + 1)
+                             & pl.col("text").str.starts_with("  what():"))
+    if what.height:
+        detail += " " + str(what["text"][0]).strip()
+    cascade = ctx.events.filter(_contains_any(CASCADE_STEMS)
+                                & (pl.col("order") > first["order"]))
+    summary = f"{who} crashed: {detail[:300]}"
+    if cascade.height:
+        summary += "; the SIGQUIT/kill cascade that followed is attached"
+    evidence = ctx.cite(pl.concat([unnamed.head(1).select("file_id", "line"),
+                                   what.select("file_id", "line"),
+                                   cascade.select("file_id", "line")]), limit=12)
+    return [Finding("crash", "error", summary, first_ts=_iso(first["ts_full"]),
+                    last_ts=_iso(_last_ts(pl.concat([unnamed.head(1).select("ts_full"),
+                                                     cascade.select("ts_full")]))),
+                    evidence=evidence)]
 
 
 def _record(rows: pl.LazyFrame, root: dict[str, Any]) -> pl.DataFrame:

@@ -317,6 +317,37 @@ class TestRolesAndRecords:
             1, 2, None, None, 3, 3]
         assert analysis.unattributed_reasons().get("interleaved records") == 2
 
+    def test_cpp_terminate_in_a_shared_file_is_not_pinned_on_the_line_before(
+            self, tmp_path: Path) -> None:
+        """`terminate called …` opens a record of whichever process aborted (sglang#1693
+        shape): in a file many processes write to it does not continue the torch line before
+        it, so it is left unattributed, and the crash is reported without a culprit."""
+        logs = tmp_path / "logs"
+        write(logs, "server.log", [
+            "[2024-10-18 10:12:00 TP0] Decode batch. #running-req: 12, #token: 4000",
+            "[rank3]:[E1018 10:22:01.223456789 ProcessGroupNCCL.cpp:607] [Rank 3] Watchdog "
+            "caught collective operation timeout: WorkNCCL(SeqNum=9141, OpType=_ALLGATHER_BASE, "
+            "NumelIn=19008, NumelOut=152064, Timeout(ms)=600000) ran for 600021 milliseconds "
+            "before timing out.",
+            "terminate called after throwing an instance of 'c10::DistBackendError'",
+            "  what():  [PG 3 Rank 5] Process group watchdog thread terminated with exception: "
+            "[Rank 5] Watchdog caught collective operation timeout",
+            "Exception raised from checkTimeout at ../torch/csrc/distributed/c10d/"
+            "ProcessGroupNCCL.cpp:609 (most recent call first):",
+            "[2024-10-18 10:22:02] Received sigquit from a child process. It usually means the "
+            "child failed.",
+        ])
+        analysis = analyze([logs], config=config(tmp_path, {"tp_size": 8}))
+        assert row(analysis.timeline, "server.log", 2)["world_rank"] == 3
+        assert [row(analysis.timeline, "server.log", n)["world_rank"] for n in (3, 4, 5)] == [
+            None, None, None]
+        crash = [f for f in analysis.findings if f.kind == "crash"]
+        assert len(crash) == 1 and crash[0].processes == []
+        assert crash[0].summary.startswith("a process that no line identifies crashed: "
+                                           "terminate called after throwing")
+        assert "[PG 3 Rank 5]" in crash[0].summary
+        assert [e["line"] for e in crash[0].evidence] == [3, 4, 6]
+
 
 def test_progress_reports_every_stage_in_order(tmp_path: Path) -> None:
     logs = tmp_path / "logs"

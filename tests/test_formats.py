@@ -402,9 +402,12 @@ class TestTorch:
         )  # fmt: skip
 
     def test_cpp_tail(self) -> None:
-        """The C++ exception tail is cpp, continuation lines; what() keeps PG facts."""
+        """The C++ exception tail is cpp: `terminate called` opens the record, the rest
+        continue it; what() keeps PG facts."""
+        check("terminate called after throwing an instance of 'c10::DistBackendError'",
+              source="cpp", starts_record=True)
         for line in [
-            "terminate called after throwing an instance of 'c10::DistBackendError'",
+            "  what():  [PG 3 Rank 5] Process group watchdog thread terminated",
             "Exception raised from checkTimeout at ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:609 (most recent call first):",
             "frame #0: c10::Error::Error(c10::SourceLocation, std::string) + 0x96 (0x7f3b6d41df86 in /usr/lib/libc10.so)",
         ]:

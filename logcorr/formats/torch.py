@@ -60,8 +60,12 @@ def cpp_candidates(body: pl.Expr) -> pl.Expr:
 
 
 def parse_cpp(df: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """`terminate called …`, `what():`, `Exception raised from`, `frame #N:` (continuations)."""
-    good = df.with_columns(source=pl.lit("cpp"), starts_record=pl.lit(False))
+    """`terminate called …` opens a C++ exception record; `what():`, `Exception raised from`
+    and `frame #N:` continue it. The record names no process (in a file several processes
+    write to, the line before it may be another process's), so it has one only from its file
+    (a file of one process) or from evidence of its own."""
+    good = df.with_columns(source=pl.lit("cpp"),
+                           starts_record=BODY.str.starts_with("terminate called "))
     return message_facts(good), df.clear()
 
 
