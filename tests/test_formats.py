@@ -306,6 +306,10 @@ class TestParts:
         rows = parts("x | 512node7:42:43 [2] NCCL INFO Connected all rings")
         assert [(r["host"], r["pid"], r["tid"], r["device_id"], r["source"]) for r in rows] == [
             (None, None, None, None, "other"), (None, 42, 43, 2, "nccl")]
+        # behind a bare SGLang stamp the header's start is plain to see: its host is kept
+        stamped = parts("x [2026-02-25 16:41:56] h9:1:1 [3] os/linux.cc:200 NCCL WARN x")
+        assert [(r["host"], r["pid"], r["device_id"]) for r in stamped] == [
+            (None, None, None), ("h9", 1, 3)]
 
     def test_wrapper_not_split(self) -> None:
         """A header right after a wrapper is not a split point."""

@@ -23,6 +23,7 @@ from logcorr.formats._common import NCCL_HEADER, NCCL_HOST, SENTINEL, SGL_HEADER
 SPLIT = rf"(?:\[{SGL_STAMP}\] )?{NCCL_HEADER}|{SGL_HEADER}"
 HINTS = ["[20", " NCCL "]
 _NCCL_AT_START = rf"^(?:\[{SGL_STAMP}\] )?{NCCL_HEADER}"
+_NCCL_BARE_START = rf"^{NCCL_HEADER}"
 _NCCL_HOST_AT_START = rf"^(?:\[{SGL_STAMP}\] )?({NCCL_HOST}):\d+:\d+ \[\d+\] "
 
 
@@ -71,8 +72,8 @@ def split(df: pl.DataFrame, hosts: pl.Series | None = None) -> pl.DataFrame:
 def _glued_hosts(multi: pl.DataFrame, hosts: pl.Series | None) -> pl.DataFrame:
     """Parts after the first that begin with an NCCL header: move the start of the part to
     the longest known host that ends the header's host run, else mark the host unknown."""
-    inside = ((pl.col("_row").shift(1) == pl.col("_row"))
-              & pl.col("body").str.contains(_NCCL_AT_START)).fill_null(False)
+    inside = ((pl.col("_row").shift(1) == pl.col("_row"))  # (behind a stamp: clearly cut)
+              & pl.col("body").str.contains(_NCCL_BARE_START)).fill_null(False)
     multi = multi.with_columns(_token=pl.when(inside).then(
         pl.col("body").str.extract(r"^([^:]+):", 1)))
     known = [h for h in (hosts.drop_nulls().unique().to_list() if hosts is not None else [])
