@@ -56,6 +56,7 @@ EVIDENCE: tuple[str, ...] = (
     "prefix",  # the SGLang prefix ranks on the line itself
     "pid",  # a PID on the line that an earlier line tied to a process
     "nccl-device",  # NCCL host + cudaDev -> node + gpu_id -> process
+    "gpu-prefix",  # SGLang 0.2.x `[gpu=N]` -> node + gpu_id -> process
     "torch-rank",  # torch's `[rankN]:` global rank (unique only without native DP)
     "group-rank",  # a group-local rank resolved through the group's member list
     "continuation",  # an unprefixed line inside a record started by an identified line

@@ -7,6 +7,8 @@ Evidence is combined, never guessed (strongest first):
 | prefix        | the line's SGLang rank tokens match exactly one process of the topology      |
 | nccl-device   | NCCL `host:pid:tid [cudaDev]` on the process's main thread: host -> node,    |
 |               | cudaDev -> gpu_id -> the one process on that (node, gpu_id)                  |
+| gpu-prefix    | SGLang 0.2.x `[gpu=N]`: gpu_id N on the line's node (host -> node, or the    |
+|               | only node) -> the one process there                                          |
 | pid           | a (host, pid) that another line tied to one process (py-spy's `Pyspy dump    |
 |               | for PID n` on a prefixed line, `Process n: sglang::scheduler_TP3`, NCCL)      |
 | torch-rank    | torch's `[rankN]:` is the WORLD rank; unique only without native-DP replicas |
@@ -323,9 +325,14 @@ def _host_nodes(frame: pl.DataFrame, topology: Topology | None, processes: pl.Da
 
 def _by_device(frame: pl.DataFrame, topology: Topology | None, processes: pl.DataFrame,
                host_nodes: dict[str, int]) -> pl.DataFrame:
-    """`device_proc`: NCCL main-thread lines (tid == pid) -> (node, gpu_id) -> process."""
-    if topology is None or not host_nodes:
-        return frame.with_columns(pl.lit(None, _PROC).alias("device_proc"))
+    """`device_proc`: NCCL main-thread lines (tid == pid) -> (node, gpu_id) -> process;
+    `gpu_proc`: SGLang 0.2.x `[gpu=N]` lines the same way (on one node, the node is known
+    without a host)."""
+    gpu_line = (pl.col("source") == "sglang") & pl.col("device_id").is_not_null()
+    one_node = topology is not None and topology.sizes.nnodes == 1
+    if topology is None or not (host_nodes or one_node):
+        return frame.with_columns(pl.lit(None, _PROC).alias("device_proc"),
+                                  pl.lit(None, _PROC).alias("gpu_proc"))
     node_map = pl.DataFrame({"eff_host": list(host_nodes), "dev_node": list(host_nodes.values())},
                             schema={"eff_host": pl.String, "dev_node": pl.Int32})
     slots = (processes.group_by("node_rank", "gpu_id").agg(pl.col("proc").first(), pl.len())
@@ -333,9 +340,15 @@ def _by_device(frame: pl.DataFrame, topology: Topology | None, processes: pl.Dat
              .select(pl.col("node_rank").alias("dev_node"), pl.col("gpu_id").alias("device_id"),
                      pl.col("proc").alias("device_proc")))
     frame = _attach(frame, node_map, ["eff_host"])
+    if one_node:
+        frame = frame.with_columns(pl.when(gpu_line).then(pl.lit(0, pl.Int32))
+                                   .otherwise(pl.col("dev_node")).alias("dev_node"))
     frame = _attach(frame, slots, ["dev_node", "device_id"])
-    return frame.with_columns(pl.when(pl.col("_main")).then(pl.col("device_proc"))
-                              .otherwise(None).alias("device_proc")).drop("dev_node")
+    return frame.with_columns(
+        pl.when(pl.col("_main")).then(pl.col("device_proc")).otherwise(None)
+        .alias("device_proc"),
+        pl.when(gpu_line).then(pl.col("device_proc")).otherwise(None).alias("gpu_proc"),
+    ).drop("dev_node")
 
 
 def _by_pid(frame: pl.DataFrame, topology: Topology | None, processes: pl.DataFrame,
@@ -493,7 +506,8 @@ def _group_rank_expr(topology: Topology) -> pl.Expr:
     return expr.cast(_PROC)
 
 
-_DIRECT = (("prefix", "prefix_proc"), ("nccl-device", "device_proc"), ("pid", "title_proc"),
+_DIRECT = (("prefix", "prefix_proc"), ("nccl-device", "device_proc"),
+           ("gpu-prefix", "gpu_proc"), ("pid", "title_proc"),
            ("pid", "pid_proc"), ("torch-rank", "torch_proc"), ("group-rank", "group_proc"),
            ("group-rank", "comm_proc"))
 

@@ -348,6 +348,48 @@ class TestRolesAndRecords:
         assert "[PG 3 Rank 5]" in crash[0].summary
         assert [e["line"] for e in crash[0].evidence] == [3, 4, 6]
 
+    def test_sglang_02_gpu_prefix_and_an_uncaught_traceback(self, tmp_path: Path) -> None:
+        """SGLang 0.2.x lines `[gpu=N] …` name the GPU, so the process on it (one node);
+        `Exception in ModelTpServer:` and its traceback have no prefix at all, so in a file
+        all workers write to they belong to no one the logs name (not to the line before)."""
+        logs = tmp_path / "logs"
+        write(logs, "server.log", [
+            "server_args=ServerArgs(model_path='meta-llama/Meta-Llama-3-70B', tp_size=4)",
+            "[gpu=0] Init nccl begin.",
+            "[gpu=3] Load weight begin. avail mem=78.60 GB",
+            "[gpu=0] Decode batch. #running-req: 3, #token: 1200, token usage: 0.01",
+            "Exception in ModelTpServer:",
+            "Traceback (most recent call last):",
+            '  File "/sglang/srt/managers/tp_worker.py", line 209, in exposed_step',
+            "RuntimeError: CUDA error: an illegal memory access was encountered",
+        ])
+        analysis = analyze([logs], config=config(tmp_path, {"tp_size": 4}))
+        timeline = analysis.timeline
+        assert [(row(timeline, "server.log", n)["world_rank"],
+                 row(timeline, "server.log", n)["evidence"]) for n in (2, 3, 4)] == [
+            (0, "gpu-prefix"), (3, "gpu-prefix"), (0, "gpu-prefix")]
+        assert [row(timeline, "server.log", n)["world_rank"] for n in range(5, 9)] == [
+            None] * 4
+        crash = [f for f in analysis.findings if f.kind == "crash"]
+        assert len(crash) == 1 and crash[0].processes == []
+        assert [e["line"] for e in crash[0].evidence] == [8]
+
+    def test_uncaught_traceback_in_a_per_process_file_keeps_its_process(
+            self, tmp_path: Path) -> None:
+        """The same traceback in a file of one process is that process's (evidence `file`)."""
+        logs = tmp_path / "logs"
+        write(logs, "tp1.log", [
+            "[2026-11-29 10:00:00 TP1] Load weight begin. avail mem=78.60 GB",
+            "Traceback (most recent call last):",
+            "RuntimeError: CUDA error: an illegal memory access was encountered",
+        ])
+        analysis = analyze([logs], config=config(tmp_path, {"tp_size": 2}))
+        assert [(row(analysis.timeline, "tp1.log", n)["world_rank"],
+                 row(analysis.timeline, "tp1.log", n)["evidence"]) for n in (2, 3)] == [
+            (1, "file"), (1, "file")]
+        crash = [f for f in analysis.findings if f.kind == "crash"]
+        assert [p["world_rank"] for p in crash[0].processes] == [1]
+
 
 def test_progress_reports_every_stage_in_order(tmp_path: Path) -> None:
     logs = tmp_path / "logs"

@@ -435,13 +435,11 @@ class TestPython:
     @pytest.mark.parametrize(
         ("line", "source"),
         [
-            ("Traceback (most recent call last):", "traceback"),
             ('  File "/x/scheduler.py", line 1419, in event_loop', "traceback"),
             ("    self.run()", "traceback"),
             ("    ^^^^^^^^^^", "traceback"),
             ("ValueError: bad thing", "traceback"),
             ("torch.distributed.DistBackendError: NCCL error", "traceback"),
-            ("Fatal Python error: Aborted", "faulthandler"),
             ("Thread 0x00007ee43dfff640 (most recent call first):", "faulthandler"),
             ('  File "/x/scheduler.py", line 1419 in watchdog_thread', "faulthandler"),
             ("Extension modules: numpy.core._multiarray_umath, torch._C (total: 91)", "faulthandler"),
@@ -455,6 +453,42 @@ class TestPython:
     def test_continuations(self, line: str, source: str) -> None:
         """Traceback, faulthandler and py-spy lines are continuations."""
         check(line, source=source, starts_record=False)
+
+    @pytest.mark.parametrize(
+        ("line", "source"),
+        [
+            ("Traceback (most recent call last):", "traceback"),
+            ("Exception in ModelTpServer:", "traceback"),
+            ("Fatal Python error: Aborted", "faulthandler"),
+        ],
+    )
+    def test_crash_openers_start_a_record(self, line: str, source: str) -> None:
+        """An uncaught traceback or a faulthandler dump at the start of a line is the crash of
+        some process: a record of its own, not a continuation of the line before."""
+        check(line, source=source, starts_record=True)
+
+    def test_chained_traceback_continues(self) -> None:
+        """A traceback chained to the one before (directly, or after a blank line) and the
+        traceback under SGLang 0.2.x's `Exception in ModelTpServer:` continue their record."""
+        lines = [
+            "Traceback (most recent call last):",
+            "ValueError: first",
+            "",
+            "During handling of the above exception, another exception occurred:",
+            "",
+            "Traceback (most recent call last):",
+            "RuntimeError: second",
+            "The above exception was the direct cause of the following exception:",
+            "Traceback (most recent call last):",
+            "Exception in ModelTpServer:",
+            "Traceback (most recent call last):",
+            "something else",
+            "Traceback (most recent call last):",
+        ]
+        rows = parse(_frame(lines)).to_dicts()
+        assert [r["starts_record"] for r in rows] == [
+            True, False, False, False, False, False, False, False, False, True, False, False,
+            True]
 
     def test_pyspy_links(self) -> None:
         """py-spy `Process n: title` links pid and proctitle; thread lines give tid."""

@@ -28,6 +28,7 @@ Family = tuple[
 FAMILIES: tuple[Family, ...] = (
     (nccl.candidates, nccl.parse),
     (sglang.general_candidates, sglang.parse_general),
+    (sglang.gpu_candidates, sglang.parse_gpu),
     (torch.candidates, torch.parse),
     (python.glog_candidates, python.parse_glog),
     (torch.cpp_candidates, torch.parse_cpp),
@@ -58,7 +59,8 @@ def parse(lines: pl.DataFrame) -> pl.DataFrame:
         taken = taken.scatter(rows.filter(fields.get_column("_ok")), True)
     rest = df.with_row_index("_row").filter(~taken)
     nccl_hosts = [f.get_column("host") for _, f in fast if "host" in f.columns]
-    return _assemble(df, fast, _parse_rest(rest, pl.concat(nccl_hosts) if nccl_hosts else None))
+    return _assemble(df, fast, _parse_rest(rest, df,
+                                           pl.concat(nccl_hosts) if nccl_hosts else None))
 
 
 def _sglang_fast(text: pl.Series, cut: pl.Series) -> pl.DataFrame:
@@ -156,12 +158,15 @@ def _overwrite(column: pl.Series, places: tuple[pl.Series | None, pl.Series],
     return column
 
 
-def _parse_rest(rest: pl.DataFrame, nccl_hosts: pl.Series | None) -> pl.DataFrame | None:
-    """Wrappers, parts and the family cascade for the rows off the fast path (`nccl_hosts`:
-    the hosts of the chunk's clean NCCL lines, for glued NCCL headers)."""
+def _parse_rest(rest: pl.DataFrame, whole: pl.DataFrame, nccl_hosts: pl.Series | None
+                ) -> pl.DataFrame | None:
+    """Wrappers, parts and the family cascade for the rows off the fast path (`whole`: all
+    lines of the chunk; `nccl_hosts`: the hosts of its clean NCCL lines, for glued NCCL
+    headers)."""
     if rest.height == 0:
         return None
     rest = parts.split(wrappers.peel(rest.rechunk()), nccl_hosts).rechunk()
+    rest = rest.with_columns(_chained=_chained(rest, whole))
     remaining = rest.with_columns(pbody=wrappers.clean(pl.col("body")))
     results: list[pl.DataFrame] = []
     for test, family_parse in FAMILIES:
@@ -177,6 +182,31 @@ def _parse_rest(rest: pl.DataFrame, nccl_hosts: pl.Series | None) -> pl.DataFram
         parsed = parsed.with_columns(pl.when(pl.col("_host_unknown").fill_null(False))
                                      .then(None).otherwise(pl.col("host")).alias("host"))
     return parsed
+
+
+def _chained(rest: pl.DataFrame, whole: pl.DataFrame) -> pl.Series:
+    """Whether the physical line before each row of the rest (or the one before that, when
+    it is blank) chains it to an open record (see `python.CHAINS`), read without its wrapper.
+    Only the first part of a line has a line before it; the first line of a chunk sees none."""
+    bodies = rest.filter(pl.col("part") == 0).select(
+        pl.col("_row").cast(pl.Int64), pl.col("body").str.strip_chars().alias("_body"))
+    row = rest.get_column("_row").cast(pl.Int64)
+    files = whole.get_column("file_id")
+
+    def before(back: int) -> tuple[pl.Expr, pl.Series]:
+        at = (row - back).clip(lower_bound=0)
+        same = (row >= back) & (files.gather(at) == rest.get_column("file_id"))
+        found = at.to_frame("_row").join(bodies, on="_row", how="left", maintain_order="left")
+        # a line off the rest took a fast path (SGLang or NCCL): never blank, never a chain
+        return pl.lit(found.get_column("_body")), same
+
+    one, same_one = before(1)
+    two, same_two = before(2)
+    chains = rest.select(
+        one.str.contains(python.CHAINS).fill_null(False)
+        | ((one == "").fill_null(False) & pl.lit(same_two)
+           & two.str.contains(python.CHAINS).fill_null(False))).to_series()
+    return chains & same_one & (rest.get_column("part") == 0)
 
 
 def _fill_from_wrappers(df: pl.DataFrame) -> pl.DataFrame:

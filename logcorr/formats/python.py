@@ -18,6 +18,14 @@ _EXC = r"^[A-Za-z_][\w.]*(?:Error|Exception|Interrupt|Exit|Warning|Fault|Failure
 _PYSPY_FRAME = r"^ {4}[\w.<>:~\[\]$@ ]+ \([^()\s]+\)$"
 _PROCESS = r"^Process (\d+): (\S.*)$"
 _THREAD = r"^Thread (\d+) \((?:idle|active|gil)[^)]*\): "
+# A traceback at the start of a line (not on a prefixed line, as SGLang logs its own) or a
+# faulthandler dump is the crash of some process: it opens a record of its own, unless the line before
+# chains it to a record (`During handling …`, `The above exception …`, a blank line after one
+# of them, `Exception in ModelTpServer:` of SGLang 0.2.x, multiprocessing's `Process Name:`).
+_OPENS = (r"^(?:Traceback \(most recent call last\)|Exception in [\w.]+:\s*$"
+          r"|Fatal Python error: )")
+CHAINS = (r"^(?:During handling of the above exception|The above exception was the direct cause"
+          r"|Exception in [\w.]+:\s*$|Process [\w.\-]+:\s*$)")
 _TRACEBACK_STARTS = (
     "Traceback (most recent call last)",
     "During handling of the above exception",
@@ -61,7 +69,8 @@ def parse_glog(df: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
 
 def candidates(body: pl.Expr) -> pl.Expr:
     """Cheap test: anything that may be a traceback, faulthandler or py-spy line."""
-    starts = _TRACEBACK_STARTS + _FAULT_STARTS + ("Process ", "Python v", "Thread ", "  ")
+    starts = (_TRACEBACK_STARTS + _FAULT_STARTS
+              + ("Process ", "Python v", "Thread ", "  ", "Exception in "))
     return (
         pl.any_horizontal(body.str.starts_with(start) for start in starts)
         | body.str.contains(_EXC)
@@ -73,9 +82,10 @@ def parse(df: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Classify into traceback / faulthandler / pyspy; rows matching none are returned as bad."""
     df = df.with_columns(_src=_source())
     bad = df.filter(pl.col("_src").is_null()).drop("_src")
+    chained = pl.col("_chained") if "_chained" in df.columns else pl.lit(False)
     good = df.filter(pl.col("_src").is_not_null()).with_columns(
         source=pl.col("_src"),
-        starts_record=pl.lit(False),
+        starts_record=BODY.str.contains(_OPENS) & ~chained.fill_null(False),
         link_pid=as_int(BODY.str.extract(_PROCESS, 1), pl.Int64()),
         proctitle=BODY.str.extract(_PROCESS, 2),
         tid=as_int(BODY.str.extract(_THREAD, 1), pl.Int64()),
@@ -99,6 +109,7 @@ def _source() -> pl.Expr:
             | BODY.str.contains(_PYSPY_FRAME)
         )
         .then(pl.lit("pyspy"))
-        .when(BODY.str.contains(_EXC) | BODY.str.contains(r"^    \S|^\s+[\^~]+\s*$"))
+        .when(BODY.str.contains(_EXC) | BODY.str.contains(r"^    \S|^\s+[\^~]+\s*$")
+              | BODY.str.contains(_OPENS))
         .then(pl.lit("traceback"))
     )

@@ -5,6 +5,9 @@ Fast path: lines starting `[20` are cut at fixed offsets (`[YYYY-MM-DD HH:MM:SS`
 per process x millisecond), so it is parsed once per distinct value and joined back. Other shapes
 (time only `[15:58:39 TP0]`, missing `[`) go through one regex on their (few) rows.
 
+SGLang <= 0.2.13 had neither time nor tokens: its TP workers wrote `[gpu=N] message`; such a
+line gives its gpu_id (`device_id`), which the resolver maps through the node to a process.
+
 Role: "scheduler" when rank tokens are present; "main" only when the message proves it (uvicorn
 through SGLang's formatter, `server_args=`, `The server is fired up`, ...). A TP1-only scheduler
 has an empty prefix too, so an empty prefix alone proves nothing.
@@ -36,6 +39,7 @@ _MAIN_PROOF = (
     r"|kill_process_tree|Subprocess scheduler_\S* \(pid=\d+\) crashed)"
 )
 _SERVER_ARGS = r"^[^\]]*\] server_args=(?:ServerArgs\(|\{)"
+GPU = r"^\[gpu=(\d+)\] "
 _PYSPY = r"^[^\]]*\] Pyspy dump for PID (\d+)"
 
 
@@ -145,6 +149,22 @@ def parse_general(df: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
         **_rank_columns(field("5")),
     ).drop("_g")
     return _finish(good), bad
+
+
+def gpu_candidates(body: pl.Expr) -> pl.Expr:
+    """Cheap test: a `[gpu=N] ` line of SGLang 0.2.x."""
+    return body.str.starts_with("[gpu=")
+
+
+def parse_gpu(df: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """SGLang <= 0.2.13 printed no time and no rank tokens: its TP workers wrote
+    `[gpu=N] Load weight begin. …` (N: the GPU the worker runs on, its gpu_id)."""
+    gpu = as_int(BODY.str.extract(GPU, 1), pl.Int32())
+    df = df.with_columns(_gpu=gpu)
+    ok = pl.col("_gpu").is_not_null()
+    good = df.filter(ok).with_columns(source=pl.lit("sglang"), starts_record=pl.lit(True),
+                                      device_id=pl.col("_gpu"))
+    return good.drop("_gpu"), df.filter(~ok).drop("_gpu")
 
 
 def _finish(df: pl.DataFrame) -> pl.DataFrame:
