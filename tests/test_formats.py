@@ -221,6 +221,22 @@ class TestWrappers:
         check('File "/sgl/python/sglang/srt/managers/scheduler.py", line 2612, in run',
               source="traceback", starts_record=False)
 
+    def test_kubectl_prefix_and_timestamps(self) -> None:
+        """`kubectl logs --prefix [--timestamps]` wrappers are peeled: the line inside is read
+        as itself, in one part (not a glued record behind an untagged prefix part), and the
+        kubectl time is the wrapper's time."""
+        check("[pod/sglang-1/sglang] [2025-09-09 08:45:30 TP9] Scheduler hit an exception: x",
+              source="sglang", p_tp=9, part=0)
+        check("[pod/sglang-0/sglang] sglang-0:206:206 [1] NCCL INFO Bootstrap : Using eth0",
+              source="nccl", host="sglang-0", pid=206, device_id=1)
+        check('[pod/sglang-1/sglang]   File "/sgl/scheduler.py", line 2912, in run',
+              source="traceback")
+        row = check("2025-09-09T08:45:30.123456789Z [2025-09-09 08:45:30 TP9] x",
+                    source="sglang", p_tp=9)
+        assert row["wrap_ts"] == datetime(2025, 9, 9, 8, 45, 30, 123456, tzinfo=timezone.utc)
+        check("[pod/sglang-1/sglang] 2025-09-09T08:45:30.1Z RuntimeError: boom",
+              source="traceback", part=0)
+
     def test_ray_lost_escape_and_repeat(self) -> None:
         """Lost-ESC colour junk and `[repeated Nx across cluster]` are ignored."""
         check(

@@ -9,7 +9,9 @@ Shapes (outermost first; every piece optional):
     pdsh host        rdma-gpu-train-worker-0: <line with a header>
     NULs / ANSI      ^@^@  \\x1b[0m
     viewer number    [80746]
+    kubectl --prefix [pod/sglang-0/sglang]
     CRI              2025-07-25T07:53:08.21748708+08:00 stdout F
+    kubectl --timestamps  2025-07-25T07:53:08.217487080Z
     Loki             1779264164797<TAB>2026-05-20T08:02:44.797Z<TAB>
     collector        [2025-02-27T16:30:43.48675097Z]
     local collector  2025-03-27 17:31:09.952  sm228-a100-40g-23
@@ -36,7 +38,9 @@ WRAP = (
     r"^(?P<wrap>"
     r"(?:\x00|\x1b\[[0-9;?]*[A-Za-z])*"
     r"(?:\[\d{1,9}\] )?"
+    r"(?:\[pod/[^/\]\s]+/[^\]\s]+\] )?"
     r"(?:(?P<cri>" + _ISO + r"(?:Z|[+-]\d\d:\d\d)) (?:stdout|stderr) [FP] "
+    r"|(?P<kts>" + _ISO + r"(?:Z|[+-]\d\d:\d\d)) "
     r"|\d{10,16}\t(?P<loki>" + _ISO + r"Z)\t"
     r"|\[(?P<coll>" + _ISO + r"Z)\] ?"
     r"|(?P<lts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3})  (?P<lhost>[^\s\[\]]+) )?"
@@ -50,7 +54,7 @@ WRAP = (
 _JUNK = r"\x1b\[[0-9;?]*[A-Za-z]|\[[0-9;]{1,6}m| ?\[repeated \d+x across cluster\]"
 _JUNK_HINT = r"\x1b|\[repeated |\[[0-9;]{1,6}m"
 # First characters a wrapped line can start with (a SGLang `[YYYY-MM-DD HH` line never is).
-_WRAP_STARTS = r"^(?:[\x00\x1b(0-9]| [\[(\x1b]|\[(?:\d{1,9}\]|20\d\d-\d\d-\d\dT|default|rank|\d\dm|\d;)|[\w.\-]+ \[std|[\w.\-]+/\d+ \[def)"
+_WRAP_STARTS = r"^(?:[\x00\x1b(0-9]| [\[(\x1b]|\[(?:\d{1,9}\]|20\d\d-\d\d-\d\dT|default|rank|\d\dm|\d;|pod/)|[\w.\-]+ \[std|[\w.\-]+/\d+ \[def)"
 
 
 def peel(df: pl.DataFrame) -> pl.DataFrame:
@@ -82,7 +86,8 @@ def _wrapper_fields(df: pl.DataFrame) -> pl.DataFrame:
     return df.with_columns(
         _wlen=pl.col("wrap").str.len_chars(),
         wrap_ts=pl.coalesce(
-            cri.str.to_datetime("%Y-%m-%dT%H:%M:%S%.f%:z", time_unit="us", strict=False),
+            pl.coalesce(cri, "kts").str.replace(r"Z$", "+00:00").str.to_datetime(
+                "%Y-%m-%dT%H:%M:%S%.f%:z", time_unit="us", strict=False),
             pl.coalesce("loki", "coll").str.to_datetime(
                 "%Y-%m-%dT%H:%M:%S%.fZ", time_unit="us", strict=False
             ).dt.replace_time_zone("UTC"),
@@ -91,7 +96,7 @@ def _wrapper_fields(df: pl.DataFrame) -> pl.DataFrame:
         _w_host=pl.coalesce("lhost", "mhost"),
         _w_pid=as_int(pl.col("rpid"), pl.Int64()),
         _w_torch_rank=as_int(pl.col("trank"), pl.Int32()),
-    ).drop("wrap", "cri", "loki", "coll", "lts", "lhost", "mhost", "rpid", "trank")
+    ).drop("wrap", "cri", "kts", "loki", "coll", "lts", "lhost", "mhost", "rpid", "trank")
 
 
 def clean(body: pl.Expr) -> pl.Expr:
