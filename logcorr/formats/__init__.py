@@ -177,11 +177,12 @@ def _parse_rest(rest: pl.DataFrame, whole: pl.DataFrame, nccl_hosts: pl.Series |
         results.append(parsed)
         remaining = pl.concat([remaining.filter(~chosen), refused], how="diagonal_relaxed")
     results.append(remaining.with_columns(source=pl.lit("other"), starts_record=pl.lit(False)))
-    parsed = _fill_from_wrappers(pl.concat(results, how="diagonal_relaxed"))
+    parsed = pl.concat(results, how="diagonal_relaxed")
     if "_host_unknown" in parsed.columns and "host" in parsed.columns:
+        # the host a glued NCCL header seems to have is not trusted (a wrapper's still is)
         parsed = parsed.with_columns(pl.when(pl.col("_host_unknown").fill_null(False))
                                      .then(None).otherwise(pl.col("host")).alias("host"))
-    return parsed
+    return _fill_from_wrappers(parsed)
 
 
 def _chained(rest: pl.DataFrame, whole: pl.DataFrame) -> pl.Series:
