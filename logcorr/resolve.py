@@ -83,15 +83,32 @@ def _prefix_combos(frame: pl.DataFrame) -> pl.DataFrame:
     return frame.filter(has_any).select(cols).unique().sort(cols, nulls_last=False)
 
 
+def _without_dp(topology: Topology | None) -> bool:
+    return (topology is not None and topology.sizes.replicas == 1
+            and topology.sizes.attn_dp == 1)
+
+
+def _router_dp(topology: Topology | None, combos: pl.DataFrame) -> bool:
+    """SGLang prints a DP token under a config without DP only when SGLANG_DP_RANK is set
+    (one server per DP rank, launched for a router). When the whole set prints one DP value,
+    the logs are one such server and the token is a label; several values are several servers,
+    which one topology cannot describe (left to the prefix contradiction)."""
+    if not _without_dp(topology) or combos.height == 0:
+        return False
+    return combos.get_column("p_dp").drop_nulls().n_unique() == 1
+
+
 def _match_combos(topology: Topology | None, processes: pl.DataFrame,
-                  combos: pl.DataFrame) -> pl.DataFrame:
-    """Each distinct printed token combination -> the one process it names, or null.
+                  combos: pl.DataFrame, ignore_dp: bool = False) -> pl.DataFrame:
+    """Each distinct printed token combination -> the one process it names, or null
+    (`ignore_dp`: the DP token is a router label, see `_router_dp`).
 
     Runs once per distinct combination (a few hundred at most), not per line.
     """
     procs: list[int | None] = []
     for combo in combos.iter_rows(named=True):
-        criteria = {PREFIX_COLUMNS[c]: v for c, v in combo.items() if v is not None}
+        criteria = {PREFIX_COLUMNS[c]: v for c, v in combo.items()
+                    if v is not None and not (ignore_dp and c == "p_dp")}
         if topology is None:
             match = processes.filter(*(pl.col(c).eq_missing(combo[c]) for c in PREFIX_COLUMNS))
             procs.append(int(match["proc"][0]) if match.height == 1 else None)
@@ -246,22 +263,29 @@ def _by_prefix(frame: pl.DataFrame, topology: Topology | None, processes: pl.Dat
                contradictions: list[dict[str, object]]) -> pl.DataFrame:
     """`prefix_proc` from the SGLang rank tokens; `title_proc` from printed process titles."""
     cols = list(PREFIX_COLUMNS)
-    combos = _match_combos(topology, processes, _prefix_combos(frame))
+    found = _prefix_combos(frame)
+    label = _router_dp(topology, found)
+    combos = _match_combos(topology, processes, found, ignore_dp=label)
     frame = _attach(frame, combos, cols, nulls_equal=True).rename({"combo_proc": "prefix_proc"})
     has_tokens = pl.any_horizontal(pl.col(c).is_not_null() for c in cols)
     outside = has_tokens & pl.col("prefix_proc").is_null()
     if frame.select(outside.any()).item():
         bad = frame.filter(outside)
         first = bad.row(0, named=True)
+        detail = (f"{_lines(bad)} line(s) carry rank tokens no process of the topology "
+                  f"prints, e.g. {_token_text(first)}")
+        if _without_dp(topology) and first["p_dp"] is not None:
+            detail += ("; a DP token without DP in the config comes from SGLANG_DP_RANK (one "
+                       "server per DP rank, launched for a router): these logs mix several "
+                       "such servers, so analyse each server's logs on their own")
         contradictions.append({
-            "kind": "prefix-outside-topology", "count": _lines(bad),
-            "detail": (f"{_lines(bad)} line(s) carry rank tokens no process of the topology "
-                       f"prints, e.g. {_token_text(first)}"),
+            "kind": "prefix-outside-topology", "count": _lines(bad), "detail": detail,
             "file_id": first["file_id"], "line": first["line"]})
     titles = frame.filter(pl.col("proctitle").is_not_null()).select("proctitle").unique()
     if titles.height:
         tokens = _title_tokens(titles["proctitle"])
-        matched = _match_combos(topology, processes, tokens.select(cols).unique())
+        matched = _match_combos(topology, processes, tokens.select(cols).unique(),
+                                ignore_dp=label)
         tokens = tokens.join(matched, on=cols, how="left", maintain_order="left", nulls_equal=True)
         tokens = tokens.filter(pl.any_horizontal(pl.col(c).is_not_null() for c in cols))
         frame = _attach(frame, tokens.select("proctitle", pl.col("combo_proc").alias("title_proc")),

@@ -80,6 +80,21 @@ class TestPrefix:
         assert first["world_rank"] is None and first["gpu_id"] is None
         assert row(analysis.timeline, "a.log", 2)["role"] == "main"
 
+    def test_router_dp_label_without_dp_in_the_config(self, tmp_path: Path) -> None:
+        """SGLang prints `DP<n>` under dp_size 1 only from SGLANG_DP_RANK (a server launched
+        for a router): one such value in the whole set is a label; several are several
+        servers, which one topology cannot describe."""
+        logs = tmp_path / "logs"
+        write(logs, "a.log", ["[2026-11-29 10:00:00 DP3 TP1] Load weight begin.",
+                              "[2026-11-29 10:00:00 DP3 TP0] Load weight begin."])
+        one = analyze([logs], config=config(tmp_path, {"tp_size": 2}))
+        assert [row(one.timeline, "a.log", n)["world_rank"] for n in (1, 2)] == [1, 0]
+        assert one.contradictions == []
+        write(logs, "b.log", ["[2026-11-29 10:00:01 DP2 TP0] Load weight begin."])
+        mixed = analyze([logs], config=config(tmp_path, {"tp_size": 2}))
+        assert mixed.timeline["world_rank"].to_list() == [None] * 3
+        assert "SGLANG_DP_RANK" in str(mixed.contradictions[0]["detail"])
+
 
 class TestGluedAndWrapped:
     """Damaged lines: glued records become parts; every byte stays."""
