@@ -143,8 +143,8 @@ def _attach(frame: pl.DataFrame, table: pl.DataFrame, on: list[str],
 # Attribution runs in two steps so that a log set never has to be in memory at once:
 #
 # 1. `local_columns` (per chunk of lines): what a line says by itself - its role from message
-#    stems, whether it is an NCCL main-thread line, whether it opens an exception record - and
-#    `_kh`, a hash of its KEY_COLUMNS. Every whole-set rule (a PID tied to a process in one
+#    stems, whether it is an NCCL main-thread line, whether it opens an exception record; and
+#    `key_rows`, its distinct KEY_COLUMNS. Every whole-set rule (a PID tied to a process in one
 #    file applies in all; a host's node; a communicator's members) depends on a line only
 #    through those columns, so
 # 2. `resolve_keys` runs the rules once on the distinct key rows of the whole set (a few
