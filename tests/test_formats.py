@@ -484,8 +484,9 @@ class TestPython:
         check(line, source=source, starts_record=True)
 
     def test_chained_traceback_continues(self) -> None:
-        """A traceback chained to the one before (directly, or after a blank line) and the
-        traceback under SGLang 0.2.x's `Exception in ModelTpServer:` continue their record."""
+        """A traceback announced by the line before (or the one before a blank line) ending
+        with `:` continues that record: chained exceptions, `Exception in ModelTpServer:` of
+        SGLang 0.2-0.4 with or without its prefix; after any other line it opens its own."""
         lines = [
             "Traceback (most recent call last):",
             "ValueError: first",
@@ -496,15 +497,16 @@ class TestPython:
             "RuntimeError: second",
             "The above exception was the direct cause of the following exception:",
             "Traceback (most recent call last):",
+            "ValueError: third",
             "Exception in ModelTpServer:",
             "Traceback (most recent call last):",
             "something else",
             "Traceback (most recent call last):",
+            "[2024-10-01 10:00:00 TP0] Exception in ModelTpServer:",
+            "Traceback (most recent call last):",
         ]
         rows = parse(_frame(lines)).to_dicts()
-        assert [r["starts_record"] for r in rows] == [
-            True, False, False, False, False, False, False, False, False, True, False, False,
-            True]
+        assert [r["line"] for r in rows if r["starts_record"]] == [1, 11, 14, 15]
 
     def test_pyspy_links(self) -> None:
         """py-spy `Process n: title` links pid and proctitle; thread lines give tid."""

@@ -187,27 +187,25 @@ def _parse_rest(rest: pl.DataFrame, whole: pl.DataFrame, nccl_hosts: pl.Series |
 
 def _chained(rest: pl.DataFrame, whole: pl.DataFrame) -> pl.Series:
     """Whether the physical line before each row of the rest (or the one before that, when
-    it is blank) chains it to an open record (see `python.CHAINS`), read without its wrapper.
-    Only the first part of a line has a line before it; the first line of a chunk sees none."""
+    it is blank) ends with `:`, chaining the row to its record (see `python.CHAINS`); lines
+    are read without their wrapper where the rest peeled one. Only the first part of a line
+    has a line before it; the first line of a chunk sees none."""
     bodies = rest.filter(pl.col("part") == 0).select(
-        pl.col("_row").cast(pl.Int64), pl.col("body").str.strip_chars().alias("_body"))
+        pl.col("_row").cast(pl.Int64), pl.col("body").alias("_body"))
     row = rest.get_column("_row").cast(pl.Int64)
-    files = whole.get_column("file_id")
+    text, files = whole.get_column("text"), whole.get_column("file_id")
 
-    def before(back: int) -> tuple[pl.Expr, pl.Series]:
+    def before(back: int) -> pl.Expr:
         at = (row - back).clip(lower_bound=0)
         same = (row >= back) & (files.gather(at) == rest.get_column("file_id"))
         found = at.to_frame("_row").join(bodies, on="_row", how="left", maintain_order="left")
-        # a line off the rest took a fast path (SGLang or NCCL): never blank, never a chain
-        return pl.lit(found.get_column("_body")), same
+        line = found.get_column("_body").fill_null(text.gather(at)).str.strip_chars()
+        return pl.when(pl.lit(same)).then(pl.lit(line))
 
-    one, same_one = before(1)
-    two, same_two = before(2)
-    chains = rest.select(
-        one.str.contains(python.CHAINS).fill_null(False)
-        | ((one == "").fill_null(False) & pl.lit(same_two)
-           & two.str.contains(python.CHAINS).fill_null(False))).to_series()
-    return chains & same_one & (rest.get_column("part") == 0)
+    lines = rest.select(one=before(1), two=before(2))
+    one, two = pl.col("one"), pl.col("two")
+    chains = one.str.contains(python.CHAINS) | ((one == "") & two.str.contains(python.CHAINS))
+    return lines.select(chains.fill_null(False)).to_series() & (rest.get_column("part") == 0)
 
 
 def _fill_from_wrappers(df: pl.DataFrame) -> pl.DataFrame:
