@@ -618,9 +618,13 @@ def _by_continuation(frame: pl.DataFrame, crowded: pl.DataFrame) -> pl.DataFrame
     header_proc = pl.col("proc").gather(pl.col("_head_row"))
     header_role = pl.col("role").gather(pl.col("_head_row"))
     header_crowded = pl.col("_crowded").gather(pl.col("_head_row"))
+    # a line a wrapper puts in another output stream (another pod, another Ray worker) than
+    # its record's header is not part of that record
+    other_stream = (pl.col("stream") != pl.col("stream").gather(pl.col("_head_row"))
+                    ).fill_null(False)
     # a progress bar is a record of its own, printed by whichever process draws it
     inherit = (pl.col("proc").is_null() & ~starts & (pl.col("record") > 0) & ~pl.col("conflict")
-               & ~header_crowded & (pl.col("source") != "tqdm").fill_null(True))
+               & ~header_crowded & (pl.col("source") != "tqdm").fill_null(True) & ~other_stream)
     return frame.with_columns(
         pl.when(inherit).then(header_proc).otherwise(pl.col("proc")).alias("proc"),
         pl.when(inherit & header_proc.is_not_null()).then(pl.lit("continuation"))

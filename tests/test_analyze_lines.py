@@ -170,6 +170,27 @@ class TestWrappers:
         ray = row(timeline, "pod.log", 2)
         assert (ray["world_rank"], ray["pid"]) == (3, 270291)
 
+    def test_continuation_stays_in_its_wrapper_stream(self, tmp_path: Path) -> None:
+        """`kubectl logs --prefix` of several pods interleaves their lines: a traceback line of
+        pod sglang-0 inside a record pod sglang-1 opened is not that record's; the same for
+        two Ray workers."""
+        logs = tmp_path / "logs"
+        write(logs, "all.log", [
+            "[pod/sglang-1/sglang] [2025-09-09 08:45:30 TP9] Scheduler hit an exception: "
+            "Traceback (most recent call last):",
+            '[pod/sglang-0/sglang]   File "/sgl/other.py", line 1, in x',
+            '[pod/sglang-1/sglang]   File "/sgl/scheduler.py", line 2912, in run',
+            "[pod/sglang-1/sglang] RuntimeError: boom",
+            "(SGLangEngine pid=11) [2025-09-09 08:45:31 TP3] Scheduler hit an exception: "
+            "Traceback (most recent call last):",
+            "(SGLangEngine pid=12)   File \"/sgl/other.py\", line 1, in x",
+            "(SGLangEngine pid=11) RuntimeError: boom",
+        ])
+        timeline = analyze([logs], config=config(
+            tmp_path, {"tp_size": 16, "nnodes": 2})).timeline
+        assert [row(timeline, "all.log", n)["world_rank"] for n in range(1, 8)] == [
+            9, None, 9, 9, 3, None, 3]
+
 
 class TestOptions:
     """--select, --since/--until and --clock-offset."""

@@ -36,7 +36,8 @@ FAMILIES: tuple[Family, ...] = (
     (python.candidates, python.parse),
 )
 _BASE_COLUMNS = frozenset({"file_id", "line", "part", "text"})
-_WRAPPER_FILLS = {"host": "_w_host", "pid": "_w_pid", "torch_rank": "_w_torch_rank", "ts": "_w_ts"}
+_WRAPPER_FILLS = {"host": "_w_host", "pid": "_w_pid", "torch_rank": "_w_torch_rank", "ts": "_w_ts",
+                  "stream": "_w_stream"}
 
 __all__ = ["parse"]
 

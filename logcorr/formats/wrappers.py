@@ -38,7 +38,7 @@ WRAP = (
     r"^(?P<wrap>"
     r"(?:\x00|\x1b\[[0-9;?]*[A-Za-z])*"
     r"(?:\[\d{1,9}\] )?"
-    r"(?:\[pod/[^/\]\s]+/[^\]\s]+\] )?"
+    r"(?:\[(?P<kpod>pod/[^/\]\s]+)/[^\]\s]+\] )?"
     r"(?:(?P<cri>" + _ISO + r"(?:Z|[+-]\d\d:\d\d)) (?:stdout|stderr) [FP] "
     r"|(?P<kts>" + _ISO + r"(?:Z|[+-]\d\d:\d\d)) "
     r"|\d{10,16}\t(?P<loki>" + _ISO + r"Z)\t"
@@ -58,7 +58,8 @@ _WRAP_STARTS = r"^(?:[\x00\x1b(0-9]| [\[(\x1b]|\[(?:\d{1,9}\]|20\d\d-\d\d-\d\dT|
 
 
 def peel(df: pl.DataFrame) -> pl.DataFrame:
-    """Add `_wrap`, `body`, `wrap_ts`, `_w_ts`, `_w_host`, `_w_pid`, `_w_torch_rank`."""
+    """Add `_wrap`, `body`, `wrap_ts`, `_w_ts`, `_w_host`, `_w_pid`, `_w_torch_rank`,
+    `_w_stream`."""
     df = df.with_columns(_pdsh=pl.col("text").str.extract(PDSH, 1))
     df = df.with_columns(
         _inner=pl.when(pl.col("_pdsh").is_null())
@@ -96,7 +97,9 @@ def _wrapper_fields(df: pl.DataFrame) -> pl.DataFrame:
         _w_host=pl.coalesce("lhost", "mhost"),
         _w_pid=as_int(pl.col("rpid"), pl.Int64()),
         _w_torch_rank=as_int(pl.col("trank"), pl.Int32()),
-    ).drop("wrap", "cri", "kts", "loki", "coll", "lts", "lhost", "mhost", "rpid", "trank")
+        _w_stream=pl.coalesce("kpod", pl.lit("pid=") + pl.col("rpid")),
+    ).drop("wrap", "cri", "kts", "loki", "coll", "lts", "lhost", "mhost", "rpid", "trank",
+           "kpod")
 
 
 def clean(body: pl.Expr) -> pl.Expr:
