@@ -257,9 +257,7 @@ def _unnamed_crash(ctx: Context, unnamed: pl.DataFrame) -> list[Finding]:
     first = unnamed.row(0, named=True)
     role = first.get("role")
     who = f"the {role} process" if role else "a process that no line identifies"
-    detail = str(first["text"]).strip()
-    if "] " in detail and detail.startswith("["):
-        detail = detail[detail.find("] ") + 2:]
+    detail = _exception_text(_record(ctx.rows, first), first)
     what = ctx.events.filter((pl.col("file_id") == first["file_id"])
                              & (pl.col("line") == first["line"] + 1)
                              & pl.col("text").str.starts_with("  what():"))
@@ -280,17 +278,18 @@ def _unnamed_crash(ctx: Context, unnamed: pl.DataFrame) -> list[Finding]:
 
 
 def _record(rows: pl.LazyFrame, root: dict[str, Any]) -> pl.DataFrame:
-    """The rows of the root's record (its traceback), in file order."""
+    """The rows of the root's record (its traceback), in file order (a root without a
+    process: the record's rows without one)."""
     return rows.filter((pl.col("file_id") == root["file_id"]) & (pl.col("record") == root[
-        "record"]) & (pl.col("proc") == root["proc"])).select(
+        "record"]) & pl.col("proc").eq_missing(root["proc"])).select(
         "file_id", "line", "part", "text").collect().sort("line", "part")
 
 
 def _exception_text(record: pl.DataFrame, root: dict[str, Any]) -> str:
     """`ExcType: message` closing the root's traceback (`record`, from `_record`), else the
     root line's own message."""
-    closing = record.filter(pl.col("text").str.contains(
-        r"^[A-Za-z_][\w.]*(?:Error|Exception|Interrupt|Exit)\b"))
+    closing = record.filter(pl.col("text").str.contains(  # not C++'s `Exception raised from`
+        r"^[A-Za-z_][\w.]*(?:Error|Exception|Interrupt|Exit)(?::|$)"))
     if closing.height:
         return str(closing["text"][-1]).strip()[:200]
     text = str(root["text"])

@@ -384,6 +384,39 @@ class TestRolesAndRecords:
         assert "[PG 3 Rank 5]" in crash[0].summary
         assert [e["line"] for e in crash[0].evidence] == [3, 4, 6]
 
+    def test_unnamed_crash_of_the_main_process_names_its_exception(
+            self, tmp_path: Path) -> None:
+        """A crash of a process that is no scheduler is reported by its role, with the
+        exception closing its traceback."""
+        logs = tmp_path / "logs"
+        write(logs, "s.log", [
+            "[2026-11-29 10:00:00 TP0] Load weight begin.",
+            "[2026-11-29 10:00:01] TokenizerManager hit an exception: Traceback (most recent "
+            "call last):",
+            "RuntimeError: boom",
+        ])
+        analysis = analyze([logs], config=config(tmp_path, {"tp_size": 2}))
+        crash = [f for f in analysis.findings if f.kind == "crash"]
+        assert [(f.summary, f.processes) for f in crash] == [
+            ("the main process crashed: RuntimeError: boom", [])]
+
+    def test_named_crash_says_an_unnamed_fatal_line_came_first(self, tmp_path: Path) -> None:
+        """The root is the first crash of a scheduler; a fatal line before it that names no
+        process is pointed out rather than hidden."""
+        logs = tmp_path / "logs"
+        write(logs, "s.log", [
+            "[2026-11-29 10:00:00 TP0] Load weight begin.",
+            "Fatal Python error: Aborted",
+            "[2026-11-29 10:00:05 TP1] Scheduler hit an exception: Traceback (most recent call "
+            "last):",
+            "RuntimeError: CUDA error: an illegal memory access was encountered",
+        ])
+        analysis = analyze([logs], config=config(tmp_path, {"tp_size": 2}))
+        crash = [f for f in analysis.findings if f.kind == "crash"]
+        assert [p["world_rank"] for p in crash[0].processes] == [1]
+        assert crash[0].summary.endswith("(but 1 fatal line(s) before it name no process, the "
+                                         "first at s.log:2)")
+
     def test_sglang_02_gpu_prefix_and_an_uncaught_traceback(self, tmp_path: Path) -> None:
         """SGLang 0.2.x lines `[gpu=N] …` name the GPU, so the process on it (one node);
         `Exception in ModelTpServer:` and its traceback have no prefix at all, so in a file

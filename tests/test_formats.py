@@ -322,6 +322,9 @@ class TestParts:
         rows = parts("x | 512node7:42:43 [2] NCCL INFO Connected all rings")
         assert [(r["host"], r["pid"], r["tid"], r["device_id"], r["source"]) for r in rows] == [
             (None, None, None, None, "other"), (None, 42, 43, 2, "nccl")]
+        # a pdsh wrapper still names the host the whole physical line came from
+        pdsh = parts("worker-0: g1:5:5 [0] NCCL INFO a 512node7:42:43 [2] NCCL INFO b")
+        assert [(r["host"], r["pid"]) for r in pdsh] == [("g1", 5), ("worker-0", 42)]
         # behind a bare SGLang stamp the header's start is plain to see: its host is kept
         stamped = parts("x [2026-02-25 16:41:56] h9:1:1 [3] os/linux.cc:200 NCCL WARN x")
         assert [(r["host"], r["pid"], r["device_id"]) for r in stamped] == [

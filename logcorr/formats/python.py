@@ -21,7 +21,7 @@ _THREAD = r"^Thread (\d+) \((?:idle|active|gil)[^)]*\): "
 # A traceback at the start of a line (not on a prefixed line, as SGLang logs its own) or a
 # faulthandler dump is the crash of some process: it opens a record of its own, unless the line
 # before (or the one before a blank line) ends with `:` and so announces it: `During handling of
-# the above exception, …:`, `The above exception was the direct cause …:`, SGLang 0.2-0.4's
+# the above exception, …:`, `The above exception was the direct cause …:`, SGLang 0.3's
 # `[… TP0] Exception in ModelTpServer:`, multiprocessing's `Process SpawnProcess-1:`.
 _OPENS = (r"^(?:Traceback \(most recent call last\)|Exception in [\w.]+:\s*$"
           r"|Fatal Python error: )")
