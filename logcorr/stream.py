@@ -14,6 +14,7 @@ ties by file.
 
 from __future__ import annotations
 
+import bisect
 import io
 import itertools
 import secrets
@@ -112,8 +113,24 @@ def line_batches(sources: Sequence[Source], chunk_bytes: int, warnings: list[str
 
 
 def _key_of(frame: pl.DataFrame, index: int) -> Key:
-    row = frame.select(SORT_COLUMNS).row(index)
-    return (int(row[0]), int(row[1]), int(row[2]), int(row[3]))
+    # Scalar gets: a `select` would run the query engine, about 0.2 ms per call.
+    sk, file_id, line, part = (frame.get_column(name)[index] for name in SORT_COLUMNS)
+    return (int(sk), int(file_id), int(line), int(part))
+
+
+class _Keys:
+    """The timeline keys of a frame's rows as a sequence, read on demand (for `bisect`)."""
+
+    def __init__(self, frame: pl.DataFrame) -> None:
+        self._columns = [frame.get_column(name) for name in SORT_COLUMNS]
+        self._height = frame.height
+
+    def __len__(self) -> int:
+        return self._height
+
+    def __getitem__(self, index: int) -> Key:
+        sk, file_id, line, part = (column[index] for column in self._columns)
+        return (int(sk), int(file_id), int(line), int(part))
 
 
 @dataclass
@@ -217,17 +234,10 @@ class _Open:
 
 
 def _count_at_most(rows: pl.DataFrame, bound: Key) -> int:
-    """How many leading rows of sorted `rows` have a key <= bound: a binary search per key
-    column, each inside the run of rows that tie on the columns before it."""
-    start, stop = 0, rows.height
-    for name, value in zip(SORT_COLUMNS, bound):
-        column = rows.get_column(name).slice(start, stop - start)
-        low = start + int(column.search_sorted(value, side="left"))
-        high = start + int(column.search_sorted(value, side="right"))
-        if low == high or name == SORT_COLUMNS[-1]:
-            return high if name == SORT_COLUMNS[-1] else low
-        start, stop = low, high
-    return stop
+    """How many leading rows of sorted `rows` have a key <= bound: a binary search over
+    scalar reads (about 15 probes for a piece; `Series.search_sorted` runs the query engine
+    for each call, about 0.2 ms)."""
+    return bisect.bisect_right(_Keys(rows), bound)
 
 
 def numbered(batches: Iterable[pl.DataFrame], start: int = 0) -> Iterator[pl.DataFrame]:

@@ -86,3 +86,19 @@ def test_merge_gives_the_global_order_in_bounded_batches(monkeypatch: pytest.Mon
         assert pl.concat(batches).equals(expected)
     finally:
         workspace.close()
+
+
+def test_count_at_most_counts_rows_up_to_a_key_that_ties_on_leading_columns() -> None:
+    """The merge's binary search compares whole keys: rows that tie on time (and file) are
+    ordered by line and part."""
+    rows = pl.DataFrame({"_sk": [1, 5, 5, 5, 5, 5, 9, stream.NO_TIME],
+                         "file_id": [0, 0, 1, 1, 1, 2, 0, 0],
+                         "line": [1, 2, 3, 4, 4, 1, 5, 6],
+                         "part": [0, 0, 0, 0, 1, 0, 0, 0]},
+                        schema={"_sk": pl.Int64, "file_id": pl.UInt32, "line": pl.UInt32,
+                                "part": pl.UInt16})
+    keys = [tuple(r) for r in rows.iter_rows()]
+    bounds = [(0, 0, 0, 0), (5, 1, 4, 0), (5, 1, 4, 1), (5, 1, 3, 9), (5, 3, 0, 0),
+              (9, 0, 5, 0), (stream.NO_TIME, 0, 6, 0), (stream.NO_TIME, 9, 9, 9)]
+    for bound in bounds:
+        assert stream._count_at_most(rows, bound) == sum(k <= bound for k in keys), bound
