@@ -309,12 +309,25 @@ class TestParts:
         for number, line in enumerate(lines, start=1):
             assert "".join(r["text"] for r in rows if r["line"] == number) == line
         assert [(r["text"][:22], r["host"], r["pid"], r["device_id"]) for r in rows[1:]] == [
-            ("g183:161264:166015", None, None, None),
+            ("g183:161264:166015", "g183", 161264, None),  # a header cut off by the glued line
             ("g183:161258:166018 [1]", "g183", 161258, 1),
             ("g183:161258:166018 [1]", "g183", 161258, 1),
             ("g183:161262:166017 [5]", "g183", 161262, 5),
             ("g183:161264:166015 [7]", "g183", 161264, 7),
         ]
+
+    def test_bare_header_start_is_nccl_only_before_a_glued_header(self) -> None:
+        """`host:pid:tid` alone is an NCCL line's start only when a glued NCCL header follows
+        it on the line; elsewhere such text proves nothing."""
+        cut = parse(_frame(["g183:161258:166018 [1] NCCL INFO Bootstrap : Using eth0",
+                            "g183:161264:166015g183:161258:166018 [1] NCCL INFO Connected"]))
+        assert [(r["source"], r["host"], r["pid"], r["tid"], r["starts_record"])
+                for r in cut.to_dicts()][1] == ("nccl", "g183", 161264, 166015, True)
+        # with no line naming the host, where the thread id ends is not known: no fields
+        unknown = parts("g183:161264:166015g183:161258:166018 [1] NCCL INFO Connected")
+        assert (unknown[0]["source"], unknown[0]["pid"]) == ("other", None)
+        alone = parts("g183:161264:166015")
+        assert [(r["source"], r["pid"]) for r in alone] == [("other", None)]
 
     def test_glued_nccl_header_of_an_unseen_host_has_no_host(self) -> None:
         """When no NCCL line of the chunk starts with a host that ends the glued run, the part

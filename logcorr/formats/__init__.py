@@ -26,6 +26,7 @@ Family = tuple[
 ]
 # Order matters: the first family whose test and pattern accept a row takes it.
 FAMILIES: tuple[Family, ...] = (
+    (nccl.fragment_candidates, nccl.parse_fragment),
     (nccl.candidates, nccl.parse),
     (sglang.general_candidates, sglang.parse_general),
     (sglang.gpu_candidates, sglang.parse_gpu),

@@ -16,6 +16,7 @@ _HEAD = (
     r"^(?:\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d{3})?)\] )?"
     r"(" + NCCL_HOST + r"):(\d+):(\d+) \[(\d+)\](?: [\w./\-]+:\d+)?$"
 )
+_FRAGMENT = rf"^({NCCL_HOST}):(\d+):(\d+)$"
 COMM = (
     r"(?:\[Rank \d+\] )?(?:(?:ncclCommInitRank(?:Config)?|ncclCommInitAll|ncclCommSplit) )?"
     r"comm (0x[0-9a-fA-F]+) rank (-?\d+) n[Rr]anks (\d+)"
@@ -57,6 +58,24 @@ def parse(df: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     comm = _comm_fields(good.filter(pl.col("_comm")))
     rest = good.filter(~pl.col("_comm"))
     return pl.concat([rest, comm], how="diagonal_relaxed").drop("_after", "_comm"), bad
+
+
+def fragment_candidates(body: pl.Expr) -> pl.Expr:
+    """Parts that are only the `host:pid:tid` of an NCCL header, cut off by a glued line
+    (`parts` marks them `_frag`)."""
+    return pl.col("_frag").fill_null(False)
+
+
+def parse_fragment(df: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The host, pid and thread of a cut-off NCCL header; the line starts a record."""
+    fields = BODY.str.extract_groups(_FRAGMENT)
+    return df.with_columns(
+        source=pl.lit("nccl"),
+        starts_record=pl.lit(True),
+        host=fields.struct.field("1"),
+        pid=as_int(fields.struct.field("2"), pl.Int64()),
+        tid=as_int(fields.struct.field("3"), pl.Int64()),
+    ), df.clear()
 
 
 def fast_rows(text: pl.Series, cut: pl.Series) -> pl.DataFrame:

@@ -11,7 +11,8 @@ it is glued to other text (`…166015g183:161258:166018 [1] NCCL …`, `… | 51
 takes the longest host it can (`166015g183`, `512g183`). The part's host is trusted only when
 an NCCL line of the same chunk starts with it; when such a host ends the run (`g183`), the part
 starts there; otherwise the part keeps its pid, thread and device but `_host_unknown` marks its
-host as not to be trusted.
+host as not to be trusted. A part that is only a `host:pid:tid` before such a header is marked
+`_frag` (an NCCL line's start whose message was cut off).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ SPLIT = rf"(?:\[{SGL_STAMP}\] )?{NCCL_HEADER}|{SGL_HEADER}"
 HINTS = ["[20", " NCCL "]
 _NCCL_AT_START = rf"^(?:\[{SGL_STAMP}\] )?{NCCL_HEADER}"
 _NCCL_BARE_START = rf"^{NCCL_HEADER}"
+FRAGMENT = rf"^{NCCL_HOST}:\d+:\d+$"  # an NCCL header's `host:pid:tid` alone
 _NCCL_HOST_AT_START = rf"^(?:\[{SGL_STAMP}\] )?({NCCL_HOST}):\d+:\d+ \[\d+\] "
 
 
@@ -47,7 +49,7 @@ def split(df: pl.DataFrame, hosts: pl.Series | None = None) -> pl.DataFrame:
     maybe = (body.str.slice(1).str.contains("[20", literal=True) | _nccl_glue(body)) & ~body.str.contains(
         SENTINEL, literal=True
     )
-    single = df.filter(~maybe).with_columns(part=pl.lit(0, pl.UInt16))
+    single = df.filter(~maybe).with_columns(part=pl.lit(0, pl.UInt16), _frag=pl.lit(False))
     multi = df.filter(maybe)
     if multi.height == 0:
         return single
@@ -87,8 +89,14 @@ def _glued_hosts(multi: pl.DataFrame, hosts: pl.Series | None) -> pl.DataFrame:
     moved = pl.col("body").str.slice(0, pl.col("_cut"))
     give = pl.when(pl.col("_row").shift(-1) == pl.col("_row")).then(
         moved.shift(-1)).otherwise(pl.lit("")).fill_null("")
-    return multi.with_columns(
+    multi = multi.with_columns(
         text=pl.concat_str([pl.col("text").str.slice(pl.col("_cut")), give]),
         body=pl.concat_str([pl.col("body").str.slice(pl.col("_cut")), give]),
         _host_unknown=pl.col("_token").is_not_null() & pl.col("_found").is_null(),
     ).drop("_token", "_found", "_cut")
+    # a bare `host:pid:tid` right before a glued NCCL header: the start of a line whose message
+    # another process's line cut off (`g183:161264:166015g183:161258:166018 [1] NCCL …`)
+    followed = (pl.col("_row").shift(-1) == pl.col("_row")) & pl.col("body").shift(-1).str.contains(
+        _NCCL_BARE_START)
+    return multi.with_columns(_frag=(followed & pl.col("body").str.contains(FRAGMENT))
+                              .fill_null(False))
