@@ -579,8 +579,9 @@ def _records(starts: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
 
 
 def crowded_headers(headers: pl.DataFrame, attribution: Attribution) -> pl.DataFrame:
-    """Exception headers (rows with `_exc`: file_id, line, part, ts, KEY_COLUMNS) that share
-    their second with an exception header of another process (or of an unknown one)."""
+    """Exception headers (rows with `_exc`: file_id, line, part, ts, stream, KEY_COLUMNS) that
+    share their second and their wrapper stream (pod, Ray worker) with an exception header of
+    another process (or of an unknown one)."""
     if headers.height == 0:
         return headers.select("file_id", "line", "part")
     procs = headers.select(KEY_COLUMNS).join(
@@ -588,7 +589,8 @@ def crowded_headers(headers: pl.DataFrame, attribution: Attribution) -> pl.DataF
         maintain_order="left", nulls_equal=True)
     headers = headers.with_columns(procs["proc"])
     many = (headers.filter(pl.col("ts").is_not_null())
-            .filter(pl.col("proc").n_unique().over("file_id", pl.col("ts").dt.truncate("1s")) > 1))
+            .filter(pl.col("proc").n_unique().over("file_id", "stream",
+                                                   pl.col("ts").dt.truncate("1s")) > 1))
     return many.select("file_id", "line", "part")
 
 
@@ -609,6 +611,8 @@ def _by_continuation(frame: pl.DataFrame, crowded: pl.DataFrame) -> pl.DataFrame
     starts = pl.col("starts_record").fill_null(False)
     record, head_row = _records(starts)
     frame = frame.with_columns(record, head_row, _mark_crowded(frame, crowded))
+    if frame.get_column("stream").null_count() < frame.height:
+        frame = _stream_records(frame, starts)
     # a ghost row in front carries the true record number of the open record it heads
     shift = (pl.col("_true_record").cast(pl.Int64) - pl.col("record").cast(pl.Int64)
              ).forward_fill().fill_null(0)
@@ -633,6 +637,20 @@ def _by_continuation(frame: pl.DataFrame, crowded: pl.DataFrame) -> pl.DataFrame
         .alias("role"),
         (~starts & header_crowded & pl.col("proc").is_null()).alias("interleaved"),
     ).drop("_crowded")
+
+
+def _stream_records(frame: pl.DataFrame, starts: pl.Expr) -> pl.DataFrame:
+    """Lines a wrapper puts in output streams (pods, Ray workers) interleave records: a line
+    whose record header is of another stream belongs to the latest header of its own stream in
+    the file (if this chunk has one)."""
+    at = pl.int_range(pl.len(), dtype=pl.UInt32)  # (outside the window: row numbers of the chunk)
+    frame = frame.with_columns(pl.when(starts).then(at).alias("_own"))
+    own = pl.col("_own").forward_fill().over("file_id", "stream")
+    elsewhere = (pl.col("stream") != pl.col("stream").gather(pl.col("_head_row"))).fill_null(
+        False)
+    moved = pl.when(elsewhere & own.is_not_null()).then(own).otherwise(pl.col("_head_row"))
+    return frame.with_columns(moved.alias("_head_row")).with_columns(
+        pl.col("record").gather(pl.col("_head_row"))).drop("_own")
 
 
 def _file_procs(keys: pl.DataFrame) -> pl.DataFrame:

@@ -185,11 +185,23 @@ class TestWrappers:
             "Traceback (most recent call last):",
             "(SGLangEngine pid=12)   File \"/sgl/other.py\", line 1, in x",
             "(SGLangEngine pid=11) RuntimeError: boom",
+            # two pods' records open at once: each line goes on with its own pod's record
+            "[pod/sglang-1/sglang] [2025-09-09 08:45:40 TP10] Scheduler hit an exception: "
+            "Traceback (most recent call last):",
+            "[pod/sglang-0/sglang] [2025-09-09 08:45:40 TP2] Scheduler hit an exception: "
+            "Traceback (most recent call last):",
+            '[pod/sglang-1/sglang]   File "/sgl/scheduler.py", line 2912, in run',
+            '[pod/sglang-0/sglang]   File "/sgl/scheduler.py", line 2912, in run',
+            "[pod/sglang-1/sglang] RuntimeError: ten",
+            "[pod/sglang-0/sglang] RuntimeError: two",
         ])
-        timeline = analyze([logs], config=config(
-            tmp_path, {"tp_size": 16, "nnodes": 2})).timeline
-        assert [row(timeline, "all.log", n)["world_rank"] for n in range(1, 8)] == [
-            9, None, 9, 9, 3, None, 3]
+        analysis = analyze([logs], config=config(tmp_path, {"tp_size": 16, "nnodes": 2}))
+        timeline = analysis.detail
+        assert [row(timeline, "all.log", n)["world_rank"] for n in range(1, 14)] == [
+            9, None, 9, 9, 3, None, 3, 10, 2, 10, 2, 10, 2]
+        records = [row(timeline, "all.log", n)["record"] for n in range(8, 14)]
+        assert records[0::2] == [records[0]] * 3 and records[1::2] == [records[1]] * 3
+        assert records[0] != records[1]
 
 
 class TestOptions:
