@@ -39,8 +39,10 @@ SEVERITIES = ("error", "warning", "info")
 CRASH_STEMS = ("hit an exception", "Fatal Python error", "illegal memory access",
                "CUDA error", "terminate called after throwing", "died during initialization",
                "NCCL error", "ncclSystemError", "ncclInternalError", "ncclUnhandledCudaError")
+# (not a bare "terminated with": torch's "watchdog thread terminated with exception" is the crash)
 CASCADE_STEMS = ("Received sigquit", "SIGQUIT received", "crashed with exit code",
-                 "terminated with", "kill_process_tree", "Killed", "Triggering SIGQUIT")
+                 "terminated with signal", "terminated with exit code", "kill_process_tree",
+                 "Killed", "Triggering SIGQUIT")
 TIMEOUT_STEMS = ("Watchdog caught collective operation timeout", "detected by watchdog at work",
                  "Timeout at NCCL work", "failure detected by watchdog")
 SGLANG_WATCHDOG_STEMS = ("Scheduler watchdog timeout", "Watchdog timeout (self.watchdog_timeout")

@@ -168,6 +168,8 @@ class Attribution:
     file_procs: pl.DataFrame  # file_id -> file_proc: a file that belongs to one process
     contradictions: list[dict[str, object]] = field(default_factory=list)
     host_nodes: dict[str, int] = field(default_factory=dict)
+    # file_proc, pg_rank: every group-local rank each process has (None: no topology)
+    local_ranks: pl.DataFrame | None = None
 
 
 def local_columns(parsed: pl.DataFrame) -> pl.DataFrame:
@@ -217,7 +219,8 @@ def resolve_keys(keys: pl.DataFrame, topology: Topology | None,
     table = keys.select("_k", *KEY_COLUMNS).join(
         frame.select("_k", "proc", "evidence", "conflict", pl.col("role").alias("_role"),
                      "eff_host"), on="_k").drop("_k")
-    return Attribution(table, processes, _file_procs(frame), contradictions, host_nodes)
+    return Attribution(table, processes, _file_procs(frame), contradictions, host_nodes,
+                       _local_ranks(topology))
 
 
 def attribute(chunk: pl.DataFrame, attribution: Attribution, crowded: pl.DataFrame,
@@ -240,7 +243,7 @@ def attribute(chunk: pl.DataFrame, attribution: Attribution, crowded: pl.DataFra
     frame = frame.with_columns(joined.drop(KEY_COLUMNS)).with_columns(
         pl.col("_role").alias("role")).drop("_role")
     frame = _by_continuation(frame, crowded)
-    frame = _by_file(frame, attribution.file_procs)
+    frame = _by_file(frame, attribution.file_procs, attribution.local_ranks)
     frame = _explain_unattributed(frame)
     return frame
 
@@ -665,8 +668,25 @@ def _file_procs(keys: pl.DataFrame) -> pl.DataFrame:
         .select("file_id", pl.col("procs").list.first().alias("file_proc")))
 
 
-def _by_file(frame: pl.DataFrame, file_procs: pl.DataFrame) -> pl.DataFrame:
-    """A file that belongs to one process (`_file_procs`) lends it to its other lines."""
+def _local_ranks(topology: Topology | None) -> pl.DataFrame | None:
+    """(file_proc, pg_rank) for every rank a process has in some group, the world included."""
+    if topology is None:
+        return None
+    pairs = set()
+    for index, process in enumerate(topology.processes):
+        pairs.add((index, process.world_rank))
+        pairs.update((index, topology.rank_in_group(name, process.world_rank))
+                     for name in topology.groups)
+    return pl.DataFrame(sorted(pairs), schema={"file_proc": _PROC, "pg_rank": pl.Int32()},
+                        orient="row")
+
+
+def _by_file(frame: pl.DataFrame, file_procs: pl.DataFrame,
+             local_ranks: pl.DataFrame | None = None) -> pl.DataFrame:
+    """A file that belongs to one process (`_file_procs`) lends it to its other lines - but
+    not to a record with a line whose group rank (`[PG 3 Rank 1]`) that process has in no
+    group: such a record is another process's, in a file that only looked like one process's
+    (a console paste, a shared log with one identified writer)."""
     frame = frame.with_columns(frame.select("file_id").join(
         file_procs, on="file_id", how="left", maintain_order="left").get_column("file_proc"))
     ambiguous_header = ((pl.col("source") == "sglang") & pl.col("starts_record").fill_null(False)
@@ -676,10 +696,29 @@ def _by_file(frame: pl.DataFrame, file_procs: pl.DataFrame) -> pl.DataFrame:
     # a continuation of an ambiguous header stays with its header
     header_ambiguous = ambiguous_header.gather(pl.col("_head_row"))
     lend = lend & ~(header_ambiguous & ~pl.col("starts_record").fill_null(False))
+    frame = frame.with_columns(_foreign=_foreign_records(frame, local_ranks))
     return frame.with_columns(
-        pl.when(lend).then(pl.col("file_proc")).otherwise(pl.col("proc")).alias("proc"),
-        pl.when(lend).then(pl.lit("file")).otherwise(pl.col("evidence")).alias("evidence"),
+        pl.when(lend & ~pl.col("_foreign")).then(pl.col("file_proc")).otherwise(pl.col("proc"))
+        .alias("proc"),
+        pl.when(lend & ~pl.col("_foreign")).then(pl.lit("file")).otherwise(pl.col("evidence"))
+        .alias("evidence"),
+        (lend & pl.col("_foreign")).alias("_foreign"),
     ).drop("file_proc")
+
+
+def _foreign_records(frame: pl.DataFrame, local_ranks: pl.DataFrame | None) -> pl.Series:
+    """Rows whose record holds an unattributed line with a group rank its file's process has
+    in no group (see `_by_file`)."""
+    candidate = (pl.col("proc").is_null() & pl.col("file_proc").is_not_null()
+                 & pl.col("pg_rank").is_not_null())
+    none = pl.repeat(False, frame.height, eager=True)
+    if local_ranks is None or not frame.select(candidate.any()).item():
+        return none
+    known = frame.select("file_proc", "pg_rank").join(
+        local_ranks.with_columns(_has=pl.lit(True)), on=["file_proc", "pg_rank"], how="left",
+        maintain_order="left").get_column("_has")
+    alien = frame.select("_head_row", (candidate & pl.lit(known).is_null()).alias("_alien"))
+    return alien.select(pl.col("_alien").any().over("_head_row")).to_series()
 
 
 def _explain_unattributed(frame: pl.DataFrame) -> pl.DataFrame:
@@ -688,10 +727,12 @@ def _explain_unattributed(frame: pl.DataFrame) -> pl.DataFrame:
     why = (pl.when(pl.col("proc").is_not_null()).then(None)
            .when(pl.col("conflict")).then(pl.lit("evidence disagrees"))
            .when(pl.col("interleaved")).then(pl.lit("interleaved records"))
+           .when(pl.col("_foreign").fill_null(False))
+           .then(pl.lit("group rank not the file's process"))
            .when(has_tokens).then(pl.lit("prefix outside topology"))
            .when(pl.col("role").is_not_null()).then(pl.lit("not a scheduler"))
            .when(pl.col("torch_rank").is_not_null()).then(pl.lit("torch rank ambiguous"))
            .when(pl.col("pid").is_not_null()).then(pl.lit("pid not linked to a process"))
            .when(pl.col("source") == "sglang").then(pl.lit("no rank prefix"))
            .otherwise(pl.lit("no identifying field")))
-    return frame.with_columns(why.alias("why"))
+    return frame.with_columns(why.alias("why")).drop("_foreign", strict=False)

@@ -152,6 +152,40 @@ class TestNcclAndTorch:
         assert str(torch["ts"]).startswith("2027-01-01T00:09:58.928")
 
 
+    def test_file_does_not_lend_its_process_to_a_record_of_another_group_rank(
+            self, tmp_path: Path) -> None:
+        """sglang#1693 shape: a console whose only identified line is `[rank3]` also holds a
+        `what(): [PG 3 Rank 1]` record. World rank 3 is local rank 0 or 3 in every TP8 group,
+        never 1, so that record is another process's: left unattributed, with the reason. In a
+        file of rank 1 the same record is rank 1's."""
+        record = [
+            "terminate called after throwing an instance of 'c10::DistBackendError'",
+            "  what():  [PG 3 Rank 1] Process group watchdog thread terminated with exception: "
+            "[Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=9141, "
+            "OpType=_ALLGATHER_BASE, NumelIn=19008, NumelOut=152064, Timeout(ms)=600000)",
+            "frame #6: clone + 0x43 (0x7f3c750b0353 in /usr/lib/x86_64-linux-gnu/libc.so.6)",
+        ]
+        logs = tmp_path / "logs"
+        write(logs, "console.log", [
+            "Exception raised from checkTimeout at ../torch/csrc/distributed/c10d/"
+            "ProcessGroupNCCL.cpp:609 (most recent call first):",
+            *record,
+            "[rank3]:[E1016 03:31:38.919469923 ProcessGroupNCCL.cpp:607] [Rank 3] Watchdog caught "
+            "collective operation timeout: WorkNCCL(SeqNum=9141, OpType=_ALLGATHER_BASE)",
+        ])
+        write(logs, "rank1.log", ["[rank1]:[E1016 03:31:38.919469923 ProcessGroupNCCL.cpp:607] "
+                                  "[Rank 1] Watchdog caught collective operation timeout", *record])
+        analysis = analyze([logs], config=config(tmp_path, {"tp_size": 8}))
+        timeline = analysis.detail
+        console = [row(timeline, "console.log", n) for n in range(1, 6)]
+        assert [(r["world_rank"], r["evidence"]) for r in console] == [
+            (3, "file"), (None, None), (None, None), (None, None), (3, "torch-rank")]
+        assert {r["why"] for r in console[1:4]} == {"group rank not the file's process"}
+        assert [row(timeline, "rank1.log", n)["world_rank"] for n in range(1, 5)] == [1] * 4
+        crash = next(f for f in analysis.findings if f.kind == "crash")
+        assert "SIGQUIT" not in crash.summary  # "watchdog thread terminated with" is no cascade
+
+
 class TestWrappers:
     """Collector and orchestrator wrappers are peeled; their fields are used."""
 
