@@ -170,6 +170,7 @@ class Attribution:
     host_nodes: dict[str, int] = field(default_factory=dict)
     # file_proc, pg_rank: every group-local rank each process has (None: no topology)
     local_ranks: pl.DataFrame | None = None
+    shared_files: list[int] = field(default_factory=list)  # files naming several processes
 
 
 def local_columns(parsed: pl.DataFrame) -> pl.DataFrame:
@@ -220,7 +221,7 @@ def resolve_keys(keys: pl.DataFrame, topology: Topology | None,
         frame.select("_k", "proc", "evidence", "conflict", pl.col("role").alias("_role"),
                      "eff_host"), on="_k").drop("_k")
     return Attribution(table, processes, _file_procs(frame), contradictions, host_nodes,
-                       _local_ranks(topology))
+                       _local_ranks(topology), _shared_files(frame))
 
 
 def attribute(chunk: pl.DataFrame, attribution: Attribution, crowded: pl.DataFrame,
@@ -242,7 +243,7 @@ def attribute(chunk: pl.DataFrame, attribution: Attribution, crowded: pl.DataFra
                                             maintain_order="left", nulls_equal=True)
     frame = frame.with_columns(joined.drop(KEY_COLUMNS)).with_columns(
         pl.col("_role").alias("role")).drop("_role")
-    frame = _by_continuation(frame, crowded)
+    frame = _by_continuation(frame, crowded, attribution.shared_files)
     frame = _by_file(frame, attribution.file_procs, attribution.local_ranks)
     frame = _explain_unattributed(frame)
     return frame
@@ -607,10 +608,14 @@ def _mark_crowded(frame: pl.DataFrame, crowded: pl.DataFrame) -> pl.Series:
     return marks.scatter(hits.get_column("_at"), True)
 
 
-def _by_continuation(frame: pl.DataFrame, crowded: pl.DataFrame) -> pl.DataFrame:
+def _by_continuation(frame: pl.DataFrame, crowded: pl.DataFrame, shared: list[int] | None = None
+                     ) -> pl.DataFrame:
     """Rows that continue a record (no header of their own) inherit its header's process and
     role - unless several processes of the file opened an exception record in the same second:
-    their tracebacks may interleave, so which line is whose is not known."""
+    their tracebacks may interleave, so which line is whose is not known. In a file several
+    processes write to (`shared`), a plain line (`other`) after a one-line SGLang message (no
+    exception) is not its continuation: it is a `print` of any of them (8 schedulers each
+    printing `Cache shape torch.Size(…)` after their own `Load weight begin`)."""
     starts = pl.col("starts_record").fill_null(False)
     record, head_row = _records(starts)
     frame = frame.with_columns(record, head_row, _mark_crowded(frame, crowded))
@@ -630,8 +635,16 @@ def _by_continuation(frame: pl.DataFrame, crowded: pl.DataFrame) -> pl.DataFrame
     other_stream = (pl.col("stream") != pl.col("stream").gather(pl.col("_head_row"))
                     ).fill_null(False)
     # a progress bar is a record of its own, printed by whichever process draws it
+    # (a message ending with ':' announces what follows: `Pyspy dump for PID n:`)
+    plain_header = ((pl.col("source") == "sglang") & ~pl.col("_exc").fill_null(False)
+                    & ~pl.col("text").str.strip_chars_end().str.ends_with(":")
+                    ).gather(pl.col("_head_row"))
+    printed = ((pl.col("source") == "other") & plain_header
+               & (pl.col("text").str.strip_chars() != "")
+               & pl.col("file_id").is_in(shared or [])).fill_null(False)
     inherit = (pl.col("proc").is_null() & ~starts & (pl.col("record") > 0) & ~pl.col("conflict")
-               & ~header_crowded & (pl.col("source") != "tqdm").fill_null(True) & ~other_stream)
+               & ~header_crowded & (pl.col("source") != "tqdm").fill_null(True) & ~other_stream
+               & ~printed)
     return frame.with_columns(
         pl.when(inherit).then(header_proc).otherwise(pl.col("proc")).alias("proc"),
         pl.when(inherit & header_proc.is_not_null()).then(pl.lit("continuation"))
@@ -639,6 +652,7 @@ def _by_continuation(frame: pl.DataFrame, crowded: pl.DataFrame) -> pl.DataFrame
         pl.when(inherit & pl.col("role").is_null()).then(header_role).otherwise(pl.col("role"))
         .alias("role"),
         (~starts & header_crowded & pl.col("proc").is_null()).alias("interleaved"),
+        (pl.col("proc").is_null() & ~starts & printed).alias("_printed"),
     ).drop("_crowded")
 
 
@@ -666,6 +680,13 @@ def _file_procs(keys: pl.DataFrame) -> pl.DataFrame:
         .any().alias("launcher"))
         .filter((pl.col("procs").list.len() == 1) & ~pl.col("launcher"))
         .select("file_id", pl.col("procs").list.first().alias("file_proc")))
+
+
+def _shared_files(keys: pl.DataFrame) -> list[int]:
+    """Files whose identified lines name several processes."""
+    identified = pl.col("evidence").is_not_null() & pl.col("proc").is_not_null()
+    return (keys.filter(identified).group_by("file_id").agg(pl.col("proc").n_unique())
+            .filter(pl.col("proc") > 1).get_column("file_id").sort().to_list())
 
 
 def _local_ranks(topology: Topology | None) -> pl.DataFrame | None:
@@ -727,6 +748,8 @@ def _explain_unattributed(frame: pl.DataFrame) -> pl.DataFrame:
     why = (pl.when(pl.col("proc").is_not_null()).then(None)
            .when(pl.col("conflict")).then(pl.lit("evidence disagrees"))
            .when(pl.col("interleaved")).then(pl.lit("interleaved records"))
+           .when(pl.col("_printed").fill_null(False))
+           .then(pl.lit("plain line in a shared file"))
            .when(pl.col("_foreign").fill_null(False))
            .then(pl.lit("group rank not the file's process"))
            .when(has_tokens).then(pl.lit("prefix outside topology"))
@@ -735,4 +758,4 @@ def _explain_unattributed(frame: pl.DataFrame) -> pl.DataFrame:
            .when(pl.col("pid").is_not_null()).then(pl.lit("pid not linked to a process"))
            .when(pl.col("source") == "sglang").then(pl.lit("no rank prefix"))
            .otherwise(pl.lit("no identifying field")))
-    return frame.with_columns(why.alias("why")).drop("_foreign", strict=False)
+    return frame.with_columns(why.alias("why")).drop("_foreign", "_printed", strict=False)

@@ -186,6 +186,33 @@ class TestNcclAndTorch:
         assert "SIGQUIT" not in crash.summary  # "watchdog thread terminated with" is no cascade
 
 
+    def test_plain_print_in_a_shared_file_is_nobody_s_continuation(self, tmp_path: Path
+                                                                    ) -> None:
+        """sglang#3784 shape: 8 schedulers of a node write one file; each prints `Cache shape
+        …` after its own `Load weight begin`, so the 8 prints after TP31's line are not all
+        TP31's. A traceback after an exception header, and a py-spy dump after `Pyspy dump for
+        PID n:`, still continue their records; in a one-process file a print is its."""
+        logs = tmp_path / "logs"
+        write(logs, "node3.log", [
+            *(f"[2025-02-22 08:19:45 TP{r}] Load weight begin. avail mem=78.38 GB"
+              for r in range(24, 32)),
+            *(["Cache shape torch.Size([163840, 64])"] * 8),
+            "[2025-02-22 08:21:43 TP26] Scheduler hit an exception: Traceback (most recent call "
+            "last):",
+            "RuntimeError: boom",
+            "[2025-02-22 08:21:44 TP27] Pyspy dump for PID 77:",
+            "Thread 77 (idle): \"MainThread\"",
+        ])
+        write(logs, "tp1.log", ["[2025-02-22 08:19:45 TP1] Load weight begin. avail mem=78.38 GB",
+                                "Cache shape torch.Size([163840, 64])"])
+        timeline = analyze([logs], config=config(tmp_path, {"tp_size": 32, "nnodes": 4})).detail
+        prints = [row(timeline, "node3.log", n) for n in range(9, 17)]
+        assert {(r["world_rank"], r["why"]) for r in prints} == {
+            (None, "plain line in a shared file")}
+        assert [row(timeline, "node3.log", n)["world_rank"] for n in (18, 20)] == [26, 27]
+        assert row(timeline, "tp1.log", 2)["world_rank"] == 1
+
+
 class TestWrappers:
     """Collector and orchestrator wrappers are peeled; their fields are used."""
 
