@@ -324,8 +324,7 @@ def _parse_chunk(lines: pl.DataFrame, workspace: Workspace) -> _Parsed:
         compact(key_rows(parsed)),
         compact(parsed.filter(pl.col("server_args").fill_null(False))
                 .select("file_id", "line", "text")),
-        compact(parsed.filter(pl.col("_exc")).select("line", "part", "ts", "stream",
-                                                      *KEY_COLUMNS)),
+        compact(parsed.filter(pl.col("_exc")).select("line", "part", "ts", *KEY_COLUMNS)),
         parsed.filter(fully_dated()).group_by("file_id", maintain_order=True)
         .agg(pl.col("ts").first().alias("_first")))
 

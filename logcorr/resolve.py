@@ -155,7 +155,7 @@ def _attach(frame: pl.DataFrame, table: pl.DataFrame, on: list[str],
 KEY_COLUMNS: tuple[str, ...] = (
     "file_id", *PREFIX_COLUMNS, "proctitle", "host", "source", "_main", "device_id", "link_pid",
     "p_pid", "pid", "comm_id", "comm_rank", "comm_nranks", "torch_rank", "pg_desc", "pg_rank",
-    "role", "server_args",
+    "role", "server_args", "stream",
 )
 
 
@@ -583,7 +583,7 @@ def _records(starts: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
 
 
 def crowded_headers(headers: pl.DataFrame, attribution: Attribution) -> pl.DataFrame:
-    """Exception headers (rows with `_exc`: file_id, line, part, ts, stream, KEY_COLUMNS) that
+    """Exception headers (rows with `_exc`: file_id, line, part, ts, KEY_COLUMNS) that
     share their second and their wrapper stream (pod, Ray worker) with an exception header of
     another process (or of an unknown one)."""
     if headers.height == 0:
@@ -672,12 +672,13 @@ def _stream_records(frame: pl.DataFrame, starts: pl.Expr) -> pl.DataFrame:
 
 def _file_procs(keys: pl.DataFrame) -> pl.DataFrame:
     """file_id -> file_proc for a file whose identified lines all name one process and which
-    holds no launcher output (no server_args line, no main-process line)."""
+    holds no launcher output (no server_args line, no main-process line) and no wrapper
+    streams (a Ray actor's or a pod's output, where several processes print)."""
     identified = pl.col("evidence").is_not_null()
     return (keys.group_by("file_id").agg(
         pl.col("proc").filter(identified).unique().drop_nulls().alias("procs"),
-        (pl.col("server_args").fill_null(False) | (pl.col("role") == "main").fill_null(False))
-        .any().alias("launcher"))
+        (pl.col("server_args").fill_null(False) | (pl.col("role") == "main").fill_null(False)
+         | pl.col("stream").is_not_null()).any().alias("launcher"))
         .filter((pl.col("procs").list.len() == 1) & ~pl.col("launcher"))
         .select("file_id", pl.col("procs").list.first().alias("file_proc")))
 

@@ -229,7 +229,27 @@ class TestWrappers:
         timeline = analyze([logs], config=config(tmp_path, {"tp_size": 4})).timeline
         assert row(timeline, "pod.log", 1)["world_rank"] == 2
         ray = row(timeline, "pod.log", 2)
-        assert (ray["world_rank"], ray["pid"]) == (3, 270291)
+        assert (ray["world_rank"], ray["pid"]) == (3, None)  # the actor's pid is not the writer's
+
+    def test_ray_actor_pid_is_not_a_scheduler_pid(self, tmp_path: Path) -> None:
+        """slime#369 shape: an SGLang engine actor's schedulers all print under the actor's
+        `(SGLangEngine pid=6680)`. One prefixed TP3 line under it does not make 6680 TP3's
+        pid: a faulthandler dump under the same prefix (another scheduler's crash) stays
+        unattributed."""
+        logs = tmp_path / "logs"
+        write(logs, "driver.log", [
+            "(SGLangEngine pid=6680) [2025-09-22 14:35:35 DP1 TP3] Scheduler hit an exception: "
+            "Traceback (most recent call last):",
+            "(SGLangEngine pid=6680) RuntimeError: boom",
+            "(SGLangEngine pid=6680) Fatal Python error: Aborted",
+            "(SGLangEngine pid=6680) ",
+            "(SGLangEngine pid=6680) Thread 0x00007f1 (most recent call first):",
+        ])
+        timeline = analyze([logs], config=config(tmp_path, {
+            "tp_size": 4, "dp_size": 2, "enable_dp_attention": True})).detail
+        assert [row(timeline, "driver.log", n)["world_rank"] for n in range(1, 6)] == [
+            3, 3, None, None, None]
+        assert row(timeline, "driver.log", 3)["evidence"] is None
 
     def test_continuation_stays_in_its_wrapper_stream(self, tmp_path: Path) -> None:
         """`kubectl logs --prefix` of several pods interleaves their lines: a traceback line of

@@ -200,8 +200,9 @@ class TestWrappers:
         ],
     )  # fmt: skip
     def test_ray(self, line: str) -> None:
-        """Ray prefix gives the pid, with or without colour codes."""
-        check(line, pid=270291, torch_rank=3, source="torch")
+        """The Ray prefix is peeled with or without colour codes. Its pid names the output
+        stream, not the line's writer (an actor's child processes print under it)."""
+        check(line, pid=None, stream="pid=270291", torch_rank=3, source="torch")
 
     @pytest.mark.parametrize(
         "line",
@@ -213,7 +214,7 @@ class TestWrappers:
     def test_ray_keeps_the_indent_of_the_line(self, line: str) -> None:
         """Ray writes one space after its prefix: a traceback frame under it keeps its indent
         and is read as a traceback line (issue THUDM/slime#369 shape)."""
-        row = check(line, pid=6680, source="traceback")
+        row = check(line, stream="pid=6680", source="traceback")
         assert row["text"] == line
 
     def test_frame_without_indent_is_traceback(self) -> None:

@@ -37,7 +37,9 @@ FAMILIES: tuple[Family, ...] = (
     (python.candidates, python.parse),
 )
 _BASE_COLUMNS = frozenset({"file_id", "line", "part", "text"})
-_WRAPPER_FILLS = {"host": "_w_host", "pid": "_w_pid", "torch_rank": "_w_torch_rank", "ts": "_w_ts",
+# (not Ray's `(Actor pid=n)`: an actor's child processes - an SGLang engine's schedulers - print
+# under the actor's pid, so it names the output stream, not the writer)
+_WRAPPER_FILLS = {"host": "_w_host", "torch_rank": "_w_torch_rank", "ts": "_w_ts",
                   "stream": "_w_stream"}
 
 __all__ = ["parse"]

@@ -58,8 +58,8 @@ _WRAP_STARTS = r"^(?:[\x00\x1b(0-9]| [\[(\x1b]|\[(?:\d{1,9}\]|20\d\d-\d\d-\d\dT|
 
 
 def peel(df: pl.DataFrame) -> pl.DataFrame:
-    """Add `_wrap`, `body`, `wrap_ts`, `_w_ts`, `_w_host`, `_w_pid`, `_w_torch_rank`,
-    `_w_stream`."""
+    """Add `_wrap`, `body`, `wrap_ts`, `_w_ts`, `_w_host`, `_w_torch_rank`, `_w_stream` (a
+    kubectl pod, or a Ray actor's `pid=n`)."""
     df = df.with_columns(_pdsh=pl.col("text").str.extract(PDSH, 1))
     df = df.with_columns(
         _inner=pl.when(pl.col("_pdsh").is_null())
@@ -95,7 +95,6 @@ def _wrapper_fields(df: pl.DataFrame) -> pl.DataFrame:
         ).dt.convert_time_zone("UTC"),
         _w_ts=datetime_from(pl.col("lts"), "%Y-%m-%d %H:%M:%S%.3f"),
         _w_host=pl.coalesce("lhost", "mhost"),
-        _w_pid=as_int(pl.col("rpid"), pl.Int64()),
         _w_torch_rank=as_int(pl.col("trank"), pl.Int32()),
         _w_stream=pl.coalesce("kpod", pl.lit("pid=") + pl.col("rpid")),
     ).drop("wrap", "cri", "kts", "loki", "coll", "lts", "lhost", "mhost", "rpid", "trank",
