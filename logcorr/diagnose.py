@@ -43,6 +43,8 @@ CRASH_STEMS = ("hit an exception", "Fatal Python error", "illegal memory access"
 CASCADE_STEMS = ("Received sigquit", "SIGQUIT received", "crashed with exit code",
                  "terminated with signal", "terminated with exit code", "kill_process_tree",
                  "Killed", "Triggering SIGQUIT")
+# multiprocessing's `Process SpawnProcess-1:` before the traceback of a child that raised and exited
+CHILD_DIED = r"(?:^|[\s)\]])Process [A-Za-z]\w*-\d+:\s*$"
 TIMEOUT_STEMS = ("Watchdog caught collective operation timeout", "detected by watchdog at work",
                  "Timeout at NCCL work", "failure detected by watchdog")
 SGLANG_WATCHDOG_STEMS = ("Scheduler watchdog timeout", "Watchdog timeout (self.watchdog_timeout")
@@ -135,6 +137,7 @@ def event_rows(frame: pl.DataFrame) -> pl.DataFrame:
     """The rows of a chunk that a rule may read (a message stem, an NCCL communicator line or
     a torch rank), with the columns the rules use."""
     hits = frame.filter(pl.col("text").str.contains(_STEMS) | pl.col("comm_id").is_not_null()
+                        | pl.col("text").str.contains(CHILD_DIED)
                         | pl.col("torch_rank").is_not_null())
     return hits.select(pl.col(name).cast(dtype) for name, dtype in _EVENT_SCHEMA.items())
 
@@ -215,7 +218,7 @@ def crash_findings(ctx: Context) -> list[Finding]:
     """The first fatal event of each process; the earliest overall is the root, later crashes
     and the SIGQUIT cascade hang off it."""
     rows = ctx.events
-    fatal = rows.filter(_contains_any(CRASH_STEMS)
+    fatal = rows.filter((_contains_any(CRASH_STEMS) | pl.col("text").str.contains(CHILD_DIED))
                         & ~pl.col("text").str.contains("NCCL WARN", literal=True))
     crash = fatal.filter(pl.col("proc").is_not_null())
     unnamed = fatal.filter(pl.col("proc").is_null()).sort("order")

@@ -493,6 +493,29 @@ class TestRolesAndRecords:
         assert [(f.summary, f.processes) for f in crash] == [
             ("the main process crashed: RuntimeError: boom", [])]
 
+    def test_multiprocessing_child_death_is_a_crash_of_its_own(self, tmp_path: Path) -> None:
+        """sglang#5762 shape: `Process Process-6:` and the traceback after it are a child
+        process dying. In a file two schedulers write to, it is not the continuation of the
+        line before it, and the crash is reported without a culprit."""
+        logs = tmp_path / "logs"
+        write(logs, "s.log", [
+            "[2026-11-29 10:00:00 TP0] Load weight begin.",
+            "[2026-11-29 10:00:00 TP1] Load weight begin.",
+            "Process Process-6:",
+            "Traceback (most recent call last):",
+            '  File "/usr/lib/python3.10/multiprocessing/process.py", line 314, in _bootstrap',
+            "OSError: [Errno 12] Cannot allocate memory",
+        ])
+        analysis = analyze([logs], config=config(tmp_path, {"tp_size": 2}))
+        timeline = analysis.detail
+        assert [row(timeline, "s.log", n)["world_rank"] for n in range(1, 7)] == [
+            0, 1, None, None, None, None]
+        assert len({row(timeline, "s.log", n)["record"] for n in range(3, 7)}) == 1
+        crash = [f for f in analysis.findings if f.kind == "crash"]
+        assert [(f.summary, f.processes) for f in crash] == [
+            ("a process that no line identifies crashed: OSError: [Errno 12] Cannot allocate "
+             "memory", [])]
+
     def test_named_crash_says_an_unnamed_fatal_line_came_first(self, tmp_path: Path) -> None:
         """The root is the first crash of a scheduler; a fatal line before it that names no
         process is pointed out rather than hidden."""

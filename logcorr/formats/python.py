@@ -24,7 +24,7 @@ _THREAD = r"^Thread (\d+) \((?:idle|active|gil)[^)]*\): "
 # the above exception, …:`, `The above exception was the direct cause …:`, SGLang 0.3's
 # `[… TP0] Exception in ModelTpServer:`, multiprocessing's `Process SpawnProcess-1:`.
 _OPENS = (r"^(?:Traceback \(most recent call last\)|Exception in [\w.]+:\s*$"
-          r"|Fatal Python error: )")
+          r"|Fatal Python error: |Process [A-Za-z]\w*-\d+:\s*$)")
 CHAINS = r":$"
 _TRACEBACK_STARTS = (
     "Traceback (most recent call last)",
