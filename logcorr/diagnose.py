@@ -47,6 +47,9 @@ CASCADE_STEMS = ("Received sigquit", "SIGQUIT received", "crashed with exit code
 CHILD_DIED = r"(?:^|[\s)\]])Process [A-Za-z]\w*-\d+:\s*$"
 TIMEOUT_STEMS = ("Watchdog caught collective operation timeout", "detected by watchdog at work",
                  "Timeout at NCCL work", "failure detected by watchdog")
+# torch's flight-recorder dump lines: the member saw a timeout (its own or a peer's); they carry
+# no progress of the group that hangs
+DUMP_STEMS = ("Received a dump signal", "preparing to dump debug info")
 SGLANG_WATCHDOG_STEMS = ("Scheduler watchdog timeout", "Watchdog timeout (self.watchdog_timeout")
 # Startup phases in order: (name, begin stem, end stem).
 PHASES = (
@@ -58,7 +61,7 @@ PHASES = (
      ("Capture cuda graph end", "CUDA graph end")),
 )
 ALL_STEMS = tuple(sorted({*CRASH_STEMS, *CASCADE_STEMS, *TIMEOUT_STEMS, *SGLANG_WATCHDOG_STEMS,
-                          "Pyspy dump", "NCCL WARN",
+                          *DUMP_STEMS, "Pyspy dump", "NCCL WARN",
                           *(stem for _, begins, ends in PHASES for stem in begins + ends)}))
 STALL_SECONDS = 120.0
 SKEW_SECONDS = 2.0
@@ -425,7 +428,9 @@ def _hang(ctx: Context, topology: Topology, replica: int, group: str, members: t
         (p["last_enqueued"] is not None and p["last_enqueued"] < waited)
         or (p["seq"] is not None and p["seq"] < waited))}
     unseen = {p for p in procs if p not in ctx.people}  # no line at all: its log is missing
-    silent = set(procs) - reported - unseen
+    dumped = set(ctx.events.filter(_contains_any(DUMP_STEMS) & pl.col("proc").is_in(list(procs)))
+                 .get_column("proc").to_list()) - reported
+    silent = set(procs) - reported - unseen - dumped
     culprits = behind | silent
     waiting = reported - behind
     first = min((r["ts_full"] for r in rows if r["ts_full"]), default=None)
@@ -446,6 +451,9 @@ def _hang(ctx: Context, topology: Topology, replica: int, group: str, members: t
         summary = (f"{group} group {list(members)} (replica {replica}): every member in the logs "
                    f"timed out waiting on SeqNum {waited}; the missing participant is outside "
                    "these logs")
+    if dumped:
+        summary += (f"; world rank(s) {sorted(procs[p] for p in dumped)} only dumped debug info "
+                    "after a timeout, so their progress is unknown")
     evidence_rows = pl.DataFrame([{"file_id": r["file_id"], "line": r["line"]} for r in rows],
                                  schema={"file_id": pl.UInt32, "line": pl.UInt32})
     culprit_lines = ctx.events.filter(pl.col("proc").is_in(sorted(culprits))

@@ -493,6 +493,30 @@ class TestRolesAndRecords:
         assert [(f.summary, f.processes) for f in crash] == [
             ("the main process crashed: RuntimeError: boom", [])]
 
+    def test_a_member_that_only_dumped_debug_info_is_no_culprit(self, tmp_path: Path) -> None:
+        """sglang#10216 shape: rank 1 times out in the TP group; ranks 2 and 6 print only the
+        default group's flight-recorder dump lines. They saw a timeout too: their progress in
+        the TP group is unknown, so they are not named as never having reached it."""
+        logs = tmp_path / "logs"
+        write(logs, "node0.log", [
+            "[rank1]:[E909 08:45:30.126335825 ProcessGroupNCCL.cpp:2252] [PG ID 2 PG GUID 3 "
+            "Rank 1]  failure detected by watchdog at work sequence id: 40231 PG status: last "
+            "enqueued work: 40267, last completed work: 40230",
+            "[rank2]:[E909 08:45:31.916910323 ProcessGroupNCCL.cpp:1589] [PG ID 0 PG GUID 0 Rank "
+            "2] ProcessGroupNCCL preparing to dump debug info. Include stack trace: 1",
+            "[rank6]:[E909 08:45:31.970959174 ProcessGroupNCCL.cpp:1870] [PG ID 0 PG GUID 0 Rank "
+            "6] Received a dump signal due to a collective timeout from this local rank and we "
+            "will try our best to dump the debug info. Last enqueued NCCL work: -1, last "
+            "completed NCCL work: -1.",
+            "[rank3]:[E909 08:45:32.000000000 ProcessGroupNCCL.cpp:1589] [PG ID 2 PG GUID 3 Rank "
+            "3] ProcessGroupNCCL preparing to dump debug info. Include stack trace: 1",
+            "[2025-09-09 08:45:20 TP5] Decode batch. #running-req: 1",
+        ])
+        analysis = analyze([logs], config=config(tmp_path, {"tp_size": 8}))
+        hang = next(f for f in analysis.findings if f.kind == "collective-hang")
+        assert [p["world_rank"] for p in hang.processes] == [5]  # seen, and never timed out
+        assert "world rank(s) [2, 3, 6] only dumped debug info" in hang.summary
+
     def test_multiprocessing_child_death_is_a_crash_of_its_own(self, tmp_path: Path) -> None:
         """sglang#5762 shape: `Process Process-6:` and the traceback after it are a child
         process dying. In a file two schedulers write to, it is not the continuation of the
