@@ -92,9 +92,11 @@ def complete_timestamps(frame: pl.DataFrame, clock: Clock, carry: Carry | None =
     guess_day = ref.dt.truncate("1d") + (pl.col("ts") - pl.col("ts").dt.truncate("1d"))
     day_fixed = (pl.when(ref - guess_day > _HALF_DAY).then(guess_day + timedelta(days=1))
                  .otherwise(guess_day))
+    # with no fully dated line in the whole set there is no year to give: left null (the
+    # sort key still orders such stamps by their month and day, see `sort_key`)
     ts_full = (pl.when(full).then(pl.col("ts"))
-               .when(no_year).then(year_fixed)
-               .when(no_date).then(day_fixed))
+               .when(no_year & ref.is_not_null()).then(year_fixed)
+               .when(no_date & ref.is_not_null()).then(day_fixed))
     # the guesses run on the (few) rows without a full date only, then take their places
     partial = frame.select(~full & (no_year | no_date)).to_series()
     column = frame.select(pl.when(full).then(pl.col("ts")).alias("ts_full")).to_series()
@@ -109,7 +111,9 @@ def sort_key(frame: pl.DataFrame, clock_offsets: dict[str, float] | None = None,
     """Add `_key`: the running maximum of the (shifted) time within the file, carried over
     from the previous chunk; rows before a file's first time take that first time. Needs
     `ts_full`, `eff_host`; rows must be in (file_id, line, part) order."""
-    key = pl.col("ts_full")
+    # a month-day stamp left without a year (no dated line in the set) still has its order
+    key = pl.coalesce(pl.col("ts_full"),
+                      pl.when(pl.col("ts_has_date").fill_null(False)).then(pl.col("ts")))
     for host, seconds in (clock_offsets or {}).items():
         shift = timedelta(seconds=seconds)
         key = pl.when(pl.col("eff_host") == host).then(key + shift).otherwise(key)

@@ -213,6 +213,22 @@ class TestNcclAndTorch:
         assert row(timeline, "tp1.log", 2)["world_rank"] == 1
 
 
+    def test_torch_stamps_get_no_invented_year(self, tmp_path: Path) -> None:
+        """`[E909 08:45:30…]` has no year; with no fully dated line in the set there is none to
+        give it, so `ts` stays empty - but the lines are still ordered by month, day and time."""
+        logs = tmp_path / "logs"
+        write(logs, "a.log", ["[rank0]:[E909 08:45:32.000000001 ProcessGroupNCCL.cpp:1589] x"])
+        write(logs, "b.log", ["[rank1]:[E909 08:45:30.000000001 ProcessGroupNCCL.cpp:1589] y"])
+        timeline = analyze([logs], config=config(tmp_path, {"tp_size": 2})).timeline
+        assert timeline.select("file", "ts", "world_rank").rows() == [
+            ("b.log", None, 1), ("a.log", None, 0)]
+        # one dated line gives the year
+        write(logs, "c.log", ["[2025-09-09 08:45:31 TP1] Decode batch. #running-req: 1"])
+        timeline = analyze([logs], config=config(tmp_path, {"tp_size": 2})).timeline
+        assert timeline.get_column("ts").to_list() == [
+            "2025-09-09T08:45:30", "2025-09-09T08:45:31", "2025-09-09T08:45:32"]
+
+
 class TestWrappers:
     """Collector and orchestrator wrappers are peeled; their fields are used."""
 
