@@ -217,6 +217,17 @@ class TestWrappers:
         row = check(line, stream="pid=6680", source="traceback")
         assert row["text"] == line
 
+    def test_ray_host_name_and_frame_title(self) -> None:
+        """verl#1611 shape: Ray's `ip=` may be a host name; a C++ frame in the main executable
+        names the process title SGLang set, which identifies the writer."""
+        row = check("(WorkerDict pid=1052, ip=train-13280-worker-0) frame #26: "
+                    "_PyEval_EvalFrameDefault + 0x6bd (0x55f5f43e926d in sglang::scheduler_TP1)",
+                    source="cpp", stream="pid=1052", proctitle="sglang::scheduler_TP1")
+        assert row["text"].startswith("(WorkerDict pid=1052")
+        # a frame of a shared library names the library, not the process
+        check("frame #4: <unknown function> + 0xd6df4 (0x7f3bca9d5df4 in "
+              "/usr/lib/x86_64-linux-gnu/libstdc++.so.6)", source="cpp", proctitle=None)
+
     def test_frame_without_indent_is_traceback(self) -> None:
         """A frame line whose indentation a collector trimmed is still a traceback line."""
         check('File "/sgl/python/sglang/srt/managers/scheduler.py", line 2612, in run',

@@ -22,6 +22,9 @@ WORK = r"WorkNCCL\(SeqNum=(-?\d+), OpType=(\w+)"
 AT_WORK = r"(?:detected by watchdog at work|Timeout at NCCL work|at work sequence id): (-?\d+)"
 COUNTERS = r"[Ll]ast enqueued (?:NCCL )?work: (-?\d+), last completed (?:NCCL )?work: (-?\d+)"
 _FACT_HINT = r"Rank \d|WorkNCCL\(|work: |sequence id"
+# a frame in the main executable names it as the process title SGLang set:
+# `frame #26: _PyEval_EvalFrameDefault + 0x6bd (0x55f5f43e926d in sglang::scheduler_TP1)`
+_FRAME_TITLE = r"^frame #\d+: .* \(0x[0-9a-fA-F]+ in (sglang::\S+)\)\s*$"
 CPP_STARTS = (
     "terminate called after throwing",
     "terminate called recursively",
@@ -63,9 +66,11 @@ def parse_cpp(df: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     """`terminate called …` opens a C++ exception record; `what():`, `Exception raised from`
     and `frame #N:` continue it. The record names no process (in a file several processes
     write to, the line before it may be another process's), so it has one only from its file
-    (a file of one process) or from evidence of its own."""
+    (a file of one process) or from evidence of its own: a frame in the main executable shows
+    the process title (`… in sglang::scheduler_TP1)`)."""
     good = df.with_columns(source=pl.lit("cpp"),
-                           starts_record=BODY.str.starts_with("terminate called "))
+                           starts_record=BODY.str.starts_with("terminate called "),
+                           proctitle=BODY.str.extract(_FRAME_TITLE, 1))
     return message_facts(good), df.clear()
 
 

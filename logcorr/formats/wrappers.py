@@ -45,7 +45,7 @@ WRAP = (
     r"|\[(?P<coll>" + _ISO + r"Z)\] ?"
     r"|(?P<lts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3})  (?P<lhost>[^\s\[\]]+) )?"
     r"(?:(?P<mhost>[\w.\-]+) \[(?:stdout|stderr)\] )?"
-    r"(?: ?" + _COLOUR + r"?\(\w+ pid=(?P<rpid>\d+)(?:, ip=[\d.]+)?\)(?: ?" + _COLOUR + r")? ?)?"
+    r"(?: ?" + _COLOUR + r"?\(\w+ pid=(?P<rpid>\d+)(?:, ip=[\w.\-:]+)?\)(?: ?" + _COLOUR + r")? ?)?"
     r"(?: ?(?:(?:[\w.\-]+/\d+ |\d+:)?\[default\d+\]:)?(?:\[rank(?P<trank>\d+)\]:)+ ?"
     r"| ?(?:[\w.\-]+/\d+ |\d+:)?\[default\d+\]:)?"
     r")"
