@@ -228,6 +228,14 @@ class TestWrappers:
         check("frame #4: <unknown function> + 0xd6df4 (0x7f3bca9d5df4 in "
               "/usr/lib/x86_64-linux-gnu/libstdc++.so.6)", source="cpp", proctitle=None)
 
+    def test_srun_label(self) -> None:
+        """`srun --label` puts `N: ` before each line of task N (sglang#6017 shape): peeled,
+        and the task is the line's output stream."""
+        check('0:   File "/sgl/python/sglang/srt/managers/tp_worker.py", line 181, in forward',
+              source="traceback", stream="task=0")
+        check("1: [2025-05-12 22:14:52 DP3 TP3] Decode batch. #running-req: 1", source="sglang",
+              stream="task=1", p_tp=3, p_dp=3)
+
     def test_frame_without_indent_is_traceback(self) -> None:
         """A frame line whose indentation a collector trimmed is still a traceback line."""
         check('File "/sgl/python/sglang/srt/managers/scheduler.py", line 2612, in run',

@@ -7,6 +7,7 @@ read) by removing colour codes and Ray's dedup suffix wherever they are.
 Shapes (outermost first; every piece optional):
 
     pdsh host        rdma-gpu-train-worker-0: <line with a header>
+    srun --label     0: <line>
     NULs / ANSI      ^@^@  \\x1b[0m
     viewer number    [80746]
     kubectl --prefix [pod/sglang-0/sglang]
@@ -36,6 +37,7 @@ PDSH = (
 
 WRAP = (
     r"^(?P<wrap>"
+    r"(?:(?P<task>\d{1,5}): )?"
     r"(?:\x00|\x1b\[[0-9;?]*[A-Za-z])*"
     r"(?:\[\d{1,9}\] )?"
     r"(?:\[(?P<kpod>pod/[^/\]\s]+)/[^\]\s]+\] )?"
@@ -96,9 +98,10 @@ def _wrapper_fields(df: pl.DataFrame) -> pl.DataFrame:
         _w_ts=datetime_from(pl.col("lts"), "%Y-%m-%d %H:%M:%S%.3f"),
         _w_host=pl.coalesce("lhost", "mhost"),
         _w_torch_rank=as_int(pl.col("trank"), pl.Int32()),
-        _w_stream=pl.coalesce("kpod", pl.lit("pid=") + pl.col("rpid")),
+        _w_stream=pl.coalesce("kpod", pl.lit("pid=") + pl.col("rpid"),
+                              pl.lit("task=") + pl.col("task")),
     ).drop("wrap", "cri", "kts", "loki", "coll", "lts", "lhost", "mhost", "rpid", "trank",
-           "kpod")
+           "kpod", "task")
 
 
 def clean(body: pl.Expr) -> pl.Expr:
