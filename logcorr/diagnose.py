@@ -570,10 +570,22 @@ def missing_findings(ctx: Context) -> list[Finding]:
                   | {"host": None, "pid": None} for p in procs]
         summary = (f"node {node}: none of its {len(procs)} scheduler(s) left a line; its log "
                    "is missing entirely" if whole else
-                   f"{len(procs)} scheduler(s) on node {node} left no line: world ranks "
-                   f"{[ctx.topology.processes[p].world_rank for p in procs]}")
+                   f"{len(procs)} scheduler(s) on node {node} left no line: "
+                   f"{_ranks_text(ctx.topology, procs)}")
         findings.append(Finding("missing-process", "warning", summary, people))
     return findings
+
+
+def _ranks_text(topology: Topology, procs: list[int]) -> str:
+    """`world ranks [0, 1]`, or with native-DP replicas (where world ranks repeat) `replica 0
+    world ranks [0, 1]; replica 1 world ranks [0]`."""
+    processes = [topology.processes[p] for p in procs]
+    if topology.sizes.replicas == 1:
+        return f"world ranks {[p.world_rank for p in processes]}"
+    by_replica: dict[int, list[int]] = {}
+    for process in processes:
+        by_replica.setdefault(process.replica, []).append(process.world_rank)
+    return "; ".join(f"replica {r} world ranks {ranks}" for r, ranks in sorted(by_replica.items()))
 
 
 def stalled_findings(ctx: Context, earlier: list[Finding]) -> list[Finding]:

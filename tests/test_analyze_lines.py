@@ -533,6 +533,15 @@ class TestRolesAndRecords:
         assert [p["world_rank"] for p in hang.processes] == [5]  # seen, and never timed out
         assert "world rank(s) [2, 3, 6] only dumped debug info" in hang.summary
 
+    def test_missing_processes_of_native_dp_name_their_replica(self, tmp_path: Path) -> None:
+        """With native-DP replicas world ranks repeat: the missing list says whose."""
+        logs = tmp_path / "logs"
+        write(logs, "node0.log", ["[2026-11-29 10:00:00 DP0 TP0] Load weight begin."])
+        analysis = analyze([logs], config=config(tmp_path, {"tp_size": 2, "dp_size": 2}))
+        missing = next(f for f in analysis.findings if f.kind == "missing-process")
+        assert missing.summary.endswith(
+            "left no line: replica 0 world ranks [1]; replica 1 world ranks [0, 1]")
+
     def test_multiprocessing_child_death_is_a_crash_of_its_own(self, tmp_path: Path) -> None:
         """sglang#5762 shape: `Process Process-6:` and the traceback after it are a child
         process dying. In a file two schedulers write to, it is not the continuation of the
