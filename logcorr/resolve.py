@@ -119,10 +119,15 @@ def _match_combos(topology: Topology | None, processes: pl.DataFrame,
 
 
 def _title_tokens(titles: pl.Series) -> pl.DataFrame:
-    """`sglang::scheduler_DP0_TP0_EP0` -> the prefix token columns."""
+    """`sglang::scheduler_DP0_TP0_EP0` -> the prefix token columns. Tokens are joined by `_`,
+    which `ATTN_CP` and `MOE_DP` also hold: those are closed up first, so the `_DP1` inside
+    `MOE_DP1` is not read as a DP rank."""
     frame = titles.to_frame("proctitle")
+    closed = pl.col("proctitle").str.replace_all("ATTN_CP", "ATTNCP", literal=True).str.replace_all(
+        "MOE_DP", "MOEDP", literal=True)
     return frame.with_columns(
-        pl.col("proctitle").str.extract(rf"(?:^|_){token}(\d+)(?:_|$)").cast(pl.Int32, strict=False).alias(col)
+        closed.str.extract(rf"(?:^|_){token.replace('_', '')}(\d+)(?:_|$)")
+        .cast(pl.Int32, strict=False).alias(col)
         for col, token in PREFIX_COLUMNS.items()
     )
 

@@ -213,6 +213,17 @@ class TestNcclAndTorch:
         assert row(timeline, "tp1.log", 2)["world_rank"] == 1
 
 
+    def test_process_title_with_moe_dp_has_no_dp_rank(self, tmp_path: Path) -> None:
+        """SGLang titles a scheduler `sglang::scheduler_ATTN_CP1_MOE_DP1_TP4_EP0`: the `_DP1`
+        inside `MOE_DP1` is no DP token (it made the title match no process)."""
+        logs = tmp_path / "logs"
+        write(logs, "pyspy.txt", ["Process 4321: sglang::scheduler_ATTN_CP1_MOE_DP1_TP4_EP0",
+                                  "Python v3.12.3 (/usr/bin/python3.12)"])
+        timeline = analyze([logs], config=config(tmp_path, {
+            "tp_size": 8, "attn_cp_size": 2, "moe_dp_size": 2, "ep_size": 4})).timeline
+        assert [(r["tp_rank"], r["attn_cp_rank"], r["moe_dp_rank"], r["moe_ep_rank"])
+                for r in timeline.iter_rows(named=True)] == [(4, 1, 1, 0)] * 2
+
     def test_torch_stamps_get_no_invented_year(self, tmp_path: Path) -> None:
         """`[E909 08:45:30…]` has no year; with no fully dated line in the set there is none to
         give it, so `ts` stays empty - but the lines are still ordered by month, day and time."""
