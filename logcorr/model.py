@@ -49,6 +49,7 @@ ROLES: tuple[str, ...] = (
     "detokenizer",
     "dp_controller",
     "tokenizer_worker",
+    "encoder",  # an encoder server of EPD disaggregation (` encode_server` prefix)
 )
 
 # How the process of a line was identified (`evidence` column).

@@ -36,6 +36,7 @@ A2A_NON_SPANNING_BACKENDS = frozenset({"none", "ascend_tp"})
 # Groups in the order SGLang creates them.
 GROUP_NAMES: tuple[str, ...] = (
     "world", "tp", "dcp", "attn_cp", "attention_tp", "moe_dp", "moe_ep", "moe_tp", "pp",
+    "self_pp",
 )
 
 # Prefix token -> the process attribute it prints.
@@ -477,6 +478,8 @@ def build_groups(config: LaunchConfig, sizes: Sizes) -> dict[str, Group]:
              _slices(tp_blocks, sizes.moe_tp))
     groups["pp"] = Group("pp", tuple(tuple(range(i, sizes.world, sizes.tp))
                                      for i in range(sizes.tp)), None)
+    if version.has_self_pp:
+        groups["self_pp"] = Group("self_pp", tuple((rank,) for rank in range(sizes.world)), None)
     return groups
 
 

@@ -69,6 +69,12 @@ class SglangVersion:
         return self.at_least(0, 5, 11)
 
     @property
+    def has_self_pp(self) -> bool:
+        """From 0.5.19 every rank also builds `self_pp`: one single-rank group per rank (for the
+        one-layer draft), after `pp`."""
+        return self.at_least(0, 5, 19)
+
+    @property
     def has_moe_groups(self) -> bool:
         """moe_ep / moe_tp groups exist from 0.4.10."""
         return self.at_least(0, 4, 10)

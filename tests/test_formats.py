@@ -228,6 +228,15 @@ class TestWrappers:
         check("frame #4: <unknown function> + 0xd6df4 (0x7f3bca9d5df4 in "
               "/usr/lib/x86_64-linux-gnu/libstdc++.so.6)", source="cpp", proctitle=None)
 
+    def test_encoder_server_prefix(self) -> None:
+        """An EPD encoder server logs `[… encode_server]` / `[… encode_dp_worker[N]]`
+        (configure_logger's prefix in disaggregation/encoder): an SGLang line of role encoder,
+        no rank tokens."""
+        check("[2026-11-29 10:00:00 encode_server] Encoder ready", source="sglang",
+              role="encoder", p_tp=None, p_dp=None, starts_record=True)
+        check("[2026-11-29 10:00:00.123 encode_dp_worker[3]] x", source="sglang",
+              role="encoder", p_dp=None)
+
     def test_srun_label(self) -> None:
         """`srun --label` puts `N: ` before each line of task N (sglang#6017 shape): peeled,
         and the task is the line's output stream."""

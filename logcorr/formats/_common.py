@@ -20,7 +20,10 @@ PLACEHOLDER_DATE = "2000-01-01"
 # The SGLang date-time prefix and its rank tokens (order-free; PID is the proposed trailing token).
 RANK_TOKEN = r"(?:DP|PP|ATTN_CP|MOE_DP|TP|EP|PID)\d+"
 SGL_STAMP = r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d{3})?"
-SGL_HEADER = rf"\[{SGL_STAMP}(?: {RANK_TOKEN})*\] "
+# the prefix of an encoder server (EPD disaggregation, 0.5.14+): ` encode_server`,
+# ` encode_dp_worker[N]`; it names no scheduler
+ENCODER_TOKEN = r"encode_server|encode_dp_worker\[\d+\]"
+SGL_HEADER = rf"\[{SGL_STAMP}(?: {RANK_TOKEN})*(?: (?:{ENCODER_TOKEN}))?\] "
 # An NCCL header: host:pid:tid [dev] (src.cc:line )?NCCL
 NCCL_HOST = r"[\w.\-\[\]]+"
 NCCL_HEADER = rf"{NCCL_HOST}:\d+:\d+ \[\d+\] (?:[\w./\-]+:\d+ )?NCCL "

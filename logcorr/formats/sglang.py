@@ -8,7 +8,8 @@ per process x millisecond), so it is parsed once per distinct value and joined b
 SGLang <= 0.2.13 had neither time nor tokens: its TP workers wrote `[gpu=N] message`; such a
 line gives its gpu_id (`device_id`), which the resolver maps through the node to a process.
 
-Role: "scheduler" when rank tokens are present; "main" only when the message proves it (uvicorn
+Role: "scheduler" when rank tokens are present; "encoder" for an encoder server's
+` encode_server` / ` encode_dp_worker[N]` prefix (EPD disaggregation); "main" only when the message proves it (uvicorn
 through SGLang's formatter, `server_args=`, `The server is fired up`, ...). A TP1-only scheduler
 has an empty prefix too, so an empty prefix alone proves nothing.
 """
@@ -17,7 +18,14 @@ from __future__ import annotations
 
 import polars as pl
 
-from logcorr.formats._common import BODY, RANK_TOKEN, as_int, datetime_from, per_distinct
+from logcorr.formats._common import (
+    BODY,
+    ENCODER_TOKEN,
+    RANK_TOKEN,
+    as_int,
+    datetime_from,
+    per_distinct,
+)
 
 _RANK_KEYS = {
     "p_dp": "DP",
@@ -29,8 +37,10 @@ _RANK_KEYS = {
     "p_pid": "PID",
 }
 _TOKENS = rf"^(?: {RANK_TOKEN})*$"
+_ENCODER = rf"^ (?:{ENCODER_TOKEN})$"
 GENERAL = (
-    rf"^(\[)?(?:(\d{{4}}-\d\d-\d\d) )?(\d\d:\d\d:\d\d)(?:\.(\d{{3}}))?((?: {RANK_TOKEN})*)\](?: |$)"
+    rf"^(\[)?(?:(\d{{4}}-\d\d-\d\d) )?(\d\d:\d\d:\d\d)(?:\.(\d{{3}}))?((?: {RANK_TOKEN})*)"
+    rf"( (?:{ENCODER_TOKEN}))?\](?: |$)"
 )
 _MAIN_PROOF = (
     r"^[^\]]*\] (?:server_args=(?:ServerArgs\(|\{)|(?:INFO|WARNING|ERROR|DEBUG|CRITICAL|TRACE):\s"
@@ -74,6 +84,7 @@ def fast_rows(text: pl.Series) -> pl.DataFrame:
         *(when.then(pl.lit(True)).alias(name)
           for name in ("ts_has_date", "ts_has_year", "starts_record")),
         pl.when(pl.col("_ranked")).then(pl.lit("scheduler"))
+        .when(pl.col("_ok") & pl.col("_encoder")).then(pl.lit("encoder"))
         .when(main).then(pl.lit("main")).alias("role"),
         pl.when(main & unranked.str.contains(_SERVER_ARGS)).then(True).alias("server_args"),
         as_int(pl.when(pyspy).then(ranked).str.extract(_PYSPY, 1), pl.Int64()).alias(
@@ -108,12 +119,13 @@ def _tail_table(tails: pl.Series) -> pl.DataFrame:
 
 def _token_table(tokens: pl.Series) -> pl.DataFrame:
     table = tokens.to_frame("_tokens").with_columns(
+        _encoder=pl.col("_tokens").str.contains(_ENCODER),
         _tokens_ok=pl.col("_tokens").str.contains(_TOKENS),
         **_rank_columns(pl.col("_tokens")),
     )
     ranks = {name: pl.when(pl.col("_tokens_ok")).then(pl.col(name)) for name in _RANK_KEYS}
     return table.select(
-        "_tokens_ok", **ranks,
+        "_encoder", _tokens_ok=pl.col("_tokens_ok") | pl.col("_encoder"), **ranks,
         _ranked=pl.any_horizontal(pl.col(name).is_not_null() for name in _RANK_KEYS),
     )
 
@@ -146,6 +158,7 @@ def parse_general(df: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
         ts=datetime_from(stamp, "%Y-%m-%d %H:%M:%S%.3f"),
         ts_has_date=date.is_not_null(),
         _close=BODY.str.find("]", literal=True).cast(pl.Int64),
+        _encoder=field("6").is_not_null(),
         **_rank_columns(field("5")),
     ).drop("_g")
     return _finish(good), bad
@@ -181,7 +194,8 @@ def _finish(df: pl.DataFrame) -> pl.DataFrame:
         starts_record=pl.lit(True),
         ts_has_year=pl.col("ts_has_date"),
         role=pl.when(pl.col("_ranked")).then(pl.lit("scheduler"))
+        .when(pl.col("_encoder")).then(pl.lit("encoder"))
         .when(main).then(pl.lit("main")),
         server_args=pl.when(main & unranked.str.contains(_SERVER_ARGS)).then(True),
         link_pid=as_int(pl.when(pyspy).then(ranked).str.extract(_PYSPY, 1), pl.Int64()),
-    ).drop("_ranked")
+    ).drop("_ranked", "_encoder")
