@@ -38,10 +38,11 @@ _INT_FIELDS: dict[str, int] = {
     "nnodes": 1,
     "base_gpu_id": 0,
     "gpu_id_step": 1,
+    "dwdp_size": 1,
 }
 _BOOL_FIELDS = ("enable_dp_attention", "enable_ep_moe", "enable_deepep_moe")
 _STR_FIELDS = ("moe_a2a_backend", "device", "dist_init_addr")
-_OPTIONAL_INT_FIELDS = ("node_rank",)
+_OPTIONAL_INT_FIELDS = ("node_rank", "moe_dense_tp_size")
 _FLOAT_FIELDS = ("watchdog_timeout", "dist_timeout")
 
 # Command-line spellings (SGLang's primary flag is the field name with dashes; these are its
@@ -87,6 +88,8 @@ class LaunchConfig:
     node_rank: int | None = None
     base_gpu_id: int = 0
     gpu_id_step: int = 1
+    dwdp_size: int = 1  # 0.5.17+: DWDP, which SGLang turns into attention DP and EP (see below)
+    moe_dense_tp_size: int | None = None
     device: str | None = None
     dist_init_addr: str | None = None
     watchdog_timeout: float | None = None
@@ -125,7 +128,20 @@ def config_from_fields(
             kwargs[name] = _as_float(values[name], name, source)
     version_text = sglang_version if sglang_version is not None else values.get("sglang_version")
     version = parse_version(str(version_text)) if version_text is not None else DEFAULT_VERSION
-    return LaunchConfig(**kwargs, sglang_version=version, source=source)
+    return LaunchConfig(**_with_dwdp(kwargs, version), sglang_version=version, source=source)
+
+
+def _with_dwdp(kwargs: dict[str, Any], version: SglangVersion) -> dict[str, Any]:
+    """SGLang 0.5.17+ rewrites `--dwdp-size N` (N == tp_size, pp 1) into attention DP of N
+    with EP N, moe_dp 1 and no all-to-all backend (`_handle_dwdp`); the raw args say only
+    dwdp. A resolved `server_args=` line already holds the rewritten values. Other values
+    are left for `check_config` to refuse with SGLang's message."""
+    dwdp = kwargs.get("dwdp_size", 1)
+    if (dwdp <= 1 or not version.has_dwdp or dwdp != kwargs.get("tp_size", 1)
+            or kwargs.get("pp_size", 1) != 1):
+        return kwargs
+    return {**kwargs, "enable_dp_attention": True, "dp_size": dwdp, "attn_dp_size": 1,
+            "ep_size": dwdp, "moe_dp_size": 1, "moe_a2a_backend": "none"}
 
 
 def _as_int(value: Any, name: str, source: str) -> int:

@@ -230,7 +230,7 @@ def _problems(config: LaunchConfig) -> Iterator[str]:
 
 def _size_problems(config: LaunchConfig) -> Iterator[str]:
     for name in ("tp_size", "pp_size", "dp_size", "attn_dp_size", "ep_size", "attn_cp_size",
-                 "moe_dp_size", "dcp_size", "nnodes", "gpu_id_step"):
+                 "moe_dp_size", "dcp_size", "nnodes", "gpu_id_step", "dwdp_size"):
         if getattr(config, name) < 1:
             yield f"{name} must be at least 1, got {getattr(config, name)}"
     if config.base_gpu_id < 0:
@@ -256,6 +256,24 @@ def _basic_problems(config: LaunchConfig) -> Iterator[str]:
                "pass --sglang-version or drop them")
     if not version.has_pipeline_parallel and config.pp_size > 1:
         yield f"pipeline parallelism needs SGLang 0.4.7 or newer (version {version})"
+    yield from _dwdp_problems(config)
+    dense = config.moe_dense_tp_size
+    allowed = (1, config.tp_size) if version.moe_dense_tp_may_be_tp else (1,)
+    if dense is not None and dense not in allowed:
+        yield (f"moe_dense_tp_size only supports None, 1{', or tp_size' if len(allowed) > 1 else ''}"
+               f" (SGLang {version}), got {dense}; drop --moe-dense-tp-size or set it to 1")
+
+
+def _dwdp_problems(config: LaunchConfig) -> Iterator[str]:
+    if config.dwdp_size <= 1:
+        return
+    if not config.sglang_version.has_dwdp:
+        yield (f"dwdp_size needs SGLang 0.5.17 or newer (version {config.sglang_version}); "
+               "pass --sglang-version or drop it")
+    elif config.dwdp_size != config.tp_size:
+        yield f"dwdp_size ({config.dwdp_size}) must equal tp_size ({config.tp_size})"
+    elif config.pp_size != 1:
+        yield "DWDP requires pp_size == 1"
 
 
 def _attention_problems(config: LaunchConfig, sizes: Sizes) -> Iterator[str]:

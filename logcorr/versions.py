@@ -69,6 +69,17 @@ class SglangVersion:
         return self.at_least(0, 5, 11)
 
     @property
+    def has_dwdp(self) -> bool:
+        """`--dwdp-size` (rewritten into attention DP + EP) exists from 0.5.17."""
+        return self.at_least(0, 5, 17)
+
+    @property
+    def moe_dense_tp_may_be_tp(self) -> bool:
+        """moe_dense_tp_size may be tp_size (not only 1) - seen in 0.5.14; 0.5.9 and older
+        allow only 1 (0.5.10-0.5.13 unchecked: allowed, so nothing SGLang accepts is refused)."""
+        return self.at_least(0, 5, 10)
+
+    @property
     def has_self_pp(self) -> bool:
         """From 0.5.19 every rank also builds `self_pp`: one single-rank group per rank (for the
         one-layer draft), after `pp`."""

@@ -328,3 +328,31 @@ class TestVersionRules:
     def test_attention_tp_own_group_before_0_5_9(self) -> None:
         assert topo(tp_size=4, version="0.5.8").groups["attention_tp"].alias_of is None
         assert topo(tp_size=4, version="0.5.9").groups["attention_tp"].alias_of == "tp"
+
+    def test_self_pp_from_0_5_19(self) -> None:
+        """0.5.19+ builds `self_pp`, one single-rank group per rank (after `pp`)."""
+        assert topo(tp_size=2, pp_size=2, version="0.5.19").groups["self_pp"].members == (
+            (0,), (1,), (2,), (3,))
+        assert "self_pp" not in topo(tp_size=2, pp_size=2, version="0.5.18").groups
+
+    def test_dwdp_is_attention_dp_with_ep(self) -> None:
+        """SGLang 0.5.17+ rewrites `--dwdp-size N` (N == tp) into attention DP N, EP N,
+        moe_dp 1 (`_handle_dwdp`): prefixes ` DP0 TP0 EP0` …; other values are refused."""
+        from logcorr.config import config_from_fields
+        config = config_from_fields({"tp_size": 8, "dwdp_size": 8}, source="t")
+        t = build_topology(config)
+        assert (t.sizes.attn_dp, t.sizes.moe_ep, t.sizes.moe_dp, t.sizes.replicas) == (8, 8, 1, 1)
+        assert t.process(0, 3).prefix == " DP3 TP3 EP3"
+        with pytest.raises(ConfigError, match=r"dwdp_size \(4\) must equal tp_size \(8\)"):
+            check_config(config_from_fields({"tp_size": 8, "dwdp_size": 4}, source="t"))
+        with pytest.raises(ConfigError, match="needs SGLang 0.5.17"):
+            check_config(config_from_fields({"tp_size": 8, "dwdp_size": 8}, source="t",
+                                            sglang_version="0.5.16"))
+
+    def test_moe_dense_tp_size_values(self) -> None:
+        """SGLang refuses moe_dense_tp_size other than None, 1 or (0.5.14: also) tp_size."""
+        with pytest.raises(ConfigError, match="moe_dense_tp_size only supports"):
+            topo(tp_size=8, moe_dense_tp_size=2)
+        assert topo(tp_size=8, moe_dense_tp_size=8).sizes.tp == 8
+        with pytest.raises(ConfigError, match="moe_dense_tp_size only supports None, 1 "):
+            topo(tp_size=8, moe_dense_tp_size=8, version="0.5.9")
