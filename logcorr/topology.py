@@ -254,6 +254,9 @@ def _basic_problems(config: LaunchConfig) -> Iterator[str]:
     if not version.has_attn_cp_and_moe_dp and (config.attn_cp_size > 1 or config.moe_dp_size > 1):
         yield (f"attn_cp_size and moe_dp_size need SGLang 0.5.9 or newer (version {version}); "
                "pass --sglang-version or drop them")
+    if not version.has_dcp and config.dcp_size > 1:
+        yield (f"dcp_size needs SGLang 0.5.15 or newer (version {version}); pass "
+               "--sglang-version or drop it")
     if not version.has_pipeline_parallel and config.pp_size > 1:
         yield f"pipeline parallelism needs SGLang 0.4.7 or newer (version {version})"
     yield from _dwdp_problems(config)

@@ -69,6 +69,11 @@ class SglangVersion:
         return self.at_least(0, 5, 11)
 
     @property
+    def has_dcp(self) -> bool:
+        """`--dcp-size` (decode context parallel) and its group exist from 0.5.15."""
+        return self.at_least(0, 5, 15)
+
+    @property
     def has_dwdp(self) -> bool:
         """`--dwdp-size` (rewritten into attention DP + EP) exists from 0.5.17."""
         return self.at_least(0, 5, 17)

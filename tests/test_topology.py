@@ -356,3 +356,9 @@ class TestVersionRules:
         assert topo(tp_size=8, moe_dense_tp_size=8).sizes.tp == 8
         with pytest.raises(ConfigError, match="moe_dense_tp_size only supports None, 1 "):
             topo(tp_size=8, moe_dense_tp_size=8, version="0.5.9")
+
+    def test_dcp_from_0_5_15(self) -> None:
+        assert topo(tp_size=8, dcp_size=2, version="0.5.15").groups["dcp"].members == (
+            (0, 1), (2, 3), (4, 5), (6, 7))
+        with pytest.raises(ConfigError, match="dcp_size needs SGLang 0.5.15"):
+            topo(tp_size=8, dcp_size=2, version="0.5.14")
