@@ -619,7 +619,7 @@ def groups_legacy(sa, npu, rc=None):
 
 GROUP_KEEP = ["world", "tp", "pp", "attention_tp", "attn_cp", "moe_dp", "moe_ep", "moe_tp", "dcp"]
 GLOBAL_OF = {"tp": "_TP", "pp": "_PP", "attention_tp": "_ATTN_TP", "attn_cp": "_ATTN_CP", "moe_dp": "_MOE_DP",
-             "moe_ep": "_MOE_EP", "moe_tp": "_MOE_TP", "dcp": "_DCP"}
+             "moe_ep": "_MOE_EP", "moe_tp": "_MOE_TP", "dcp": "_DCP", "self_pp": "_SELF_PP"}
 
 
 def groups_0523(sa, npu):
