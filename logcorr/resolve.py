@@ -640,13 +640,7 @@ def _by_continuation(frame: pl.DataFrame, crowded: pl.DataFrame, shared: list[in
     other_stream = (pl.col("stream") != pl.col("stream").gather(pl.col("_head_row"))
                     ).fill_null(False)
     # a progress bar is a record of its own, printed by whichever process draws it
-    # (a message ending with ':' announces what follows: `Pyspy dump for PID n:`)
-    plain_header = ((pl.col("source") == "sglang") & ~pl.col("_exc").fill_null(False)
-                    & ~pl.col("text").str.strip_chars_end().str.ends_with(":")
-                    ).gather(pl.col("_head_row"))
-    printed = ((pl.col("source") == "other") & plain_header
-               & (pl.col("text").str.strip_chars() != "")
-               & pl.col("file_id").is_in(shared or [])).fill_null(False)
+    printed = pl.lit(_printed(frame, shared or []))
     inherit = (pl.col("proc").is_null() & ~starts & (pl.col("record") > 0) & ~pl.col("conflict")
                & ~header_crowded & (pl.col("source") != "tqdm").fill_null(True) & ~other_stream
                & ~printed)
@@ -673,6 +667,24 @@ def _stream_records(frame: pl.DataFrame, starts: pl.Expr) -> pl.DataFrame:
     moved = pl.when(elsewhere & own.is_not_null()).then(own).otherwise(pl.col("_head_row"))
     return frame.with_columns(moved.alias("_head_row")).with_columns(
         pl.col("record").gather(pl.col("_head_row"))).drop("_own")
+
+
+def _printed(frame: pl.DataFrame, shared: list[int]) -> pl.Series:
+    """Plain lines (`other`, not blank) of a `shared` file whose record header is a one-line
+    SGLang message: not an exception, not ending with `:` (which announces what follows:
+    `Pyspy dump for PID n:`). Their text is read on those few rows only."""
+    plain = ((pl.col("source") == "other") & ~pl.col("starts_record").fill_null(False)
+             & pl.col("file_id").is_in(shared))
+    rows = frame.select(plain.fill_null(False)).to_series().arg_true()
+    marks = pl.Series("_printed", [False]).new_from_index(0, frame.height)
+    if rows.len() == 0:
+        return marks
+    heads = frame.get_column("_head_row").gather(rows)  # (Series work: no query plans)
+    hit = ((frame.get_column("source").gather(heads) == "sglang")
+           & ~frame.get_column("_exc").gather(heads).fill_null(False)
+           & ~frame.get_column("text").gather(heads).str.strip_chars_end().str.ends_with(":")
+           & (frame.get_column("text").gather(rows).str.strip_chars() != ""))
+    return marks.scatter(rows.filter(hit.fill_null(False)), True)
 
 
 def _file_procs(keys: pl.DataFrame) -> pl.DataFrame:
