@@ -10,6 +10,8 @@ group instance and look for the odd one out:
 |                   | SIGQUIT / kill cascade after it is attached, not reported as more roots     |
 | collective-hang   | torch watchdog timeouts of one group instance: members behind the SeqNum the |
 |                   | others wait on, or silent, are culprits; the ones that timed out are waiting |
+| watchdog-timeout  | SGLang's scheduler watchdog fired: those schedulers hung; the kill after it  |
+|                   | is attached                                                                 |
 | init-hang         | a startup phase begun and never ended (NCCL `Init START` without COMPLETE,  |
 |                   | `Init … begin` without its end, weights never loaded) while others went on  |
 | missing-process   | processes of the topology that left no line at all                          |
@@ -203,6 +205,7 @@ def diagnose(ctx: Context, contradictions: list[dict[str, object]]) -> list[Find
     findings += crashes
     crashed = {p["world_rank"] for f in crashes for p in f.processes}
     findings += hang_findings(ctx, crashed)
+    findings += watchdog_findings(ctx, findings)
     findings += init_findings(ctx)
     findings += missing_findings(ctx)
     findings += stalled_findings(ctx, findings)
@@ -586,6 +589,41 @@ def _ranks_text(topology: Topology, procs: list[int]) -> str:
     for process in processes:
         by_replica.setdefault(process.replica, []).append(process.world_rank)
     return "; ".join(f"replica {r} world ranks {ranks}" for r, ranks in sorted(by_replica.items()))
+
+
+def watchdog_findings(ctx: Context, earlier: list[Finding]) -> list[Finding]:
+    """SGLang's own scheduler watchdog (`Scheduler watchdog timeout (self.watchdog_timeout=…)`,
+    older `Watchdog timeout (…)`): a forward step of that scheduler ran longer than
+    `--watchdog-timeout`, after which SGLang kills the server. One finding naming every
+    process whose watchdog fired, unless a crash or a collective hang already names them."""
+    fired = ctx.events.filter(_contains_any(SGLANG_WATCHDOG_STEMS)).sort("order")
+    if fired.height == 0:
+        return []
+    named = fired.filter(pl.col("proc").is_not_null())
+    firsts = named.group_by("proc").agg(pl.all().sort_by("order").first()).sort("order")
+    people = [ctx.people[int(p)] for p in firsts.get_column("proc") if int(p) in ctx.people]
+    explained = {(p.get("replica"), p.get("world_rank")) for f in earlier for p in f.processes}
+    if people and {(p.get("replica"), p.get("world_rank")) for p in people} <= explained:
+        return []
+    first = fired.row(0, named=True)
+    cascade = ctx.events.filter(_contains_any(CASCADE_STEMS) & (pl.col("order") > first["order"]))
+    who = (", ".join(_short(person) for person in people[:4])
+           + (f" and {len(people) - 4} more" if len(people) > 4 else "")) if people else (
+        "a process that no line identifies")
+    text = str(first["text"])
+    timeout = regex.search(r"watchdog_timeout=([\d.]+)", text)
+    summary = (f"SGLang's scheduler watchdog fired on {who}: a forward step ran longer than "
+               f"{'watchdog_timeout=' + timeout.group(1) + ' s' if timeout else 'the watchdog timeout'}"
+               " (the scheduler hung)")
+    if cascade.height:
+        summary += "; the SIGQUIT/kill cascade that followed is attached"
+    times = fired.get_column("ts_full").drop_nulls()
+    evidence = ctx.cite(pl.concat([fired.select("file_id", "line"),
+                                   cascade.select("file_id", "line")]), limit=12)
+    return [Finding("watchdog-timeout", "error", summary, people,
+                    first_ts=_iso(times.min()) if times.len() else None,  # type: ignore[arg-type]
+                    last_ts=_iso(times.max()) if times.len() else None,  # type: ignore[arg-type]
+                    evidence=evidence)]
 
 
 def stalled_findings(ctx: Context, earlier: list[Finding]) -> list[Finding]:

@@ -553,6 +553,28 @@ class TestRolesAndRecords:
         assert missing.summary.endswith(
             "left no line: replica 0 world ranks [1]; replica 1 world ranks [0, 1]")
 
+    def test_sglang_scheduler_watchdog_is_an_error_finding(self, tmp_path: Path) -> None:
+        """sglang#17941 shape: SGLang's own watchdog fires on PP1's schedulers and the server
+        is killed. That is an error naming those processes, with the kill attached."""
+        logs = tmp_path / "logs"
+        write(logs, "server.log", [
+            "[2026-01-29 13:07:30 PP0 TP0] Decode batch. #running-req: 1",
+            "[2026-01-29 13:12:37 PP1 TP0] Scheduler watchdog timeout (self.watchdog_timeout=300,"
+            " self.soft=False)",
+            "[2026-01-29 13:12:37 PP1 TP1] Scheduler watchdog timeout (self.watchdog_timeout=300,"
+            " self.soft=False)",
+            "[2026-01-29 13:12:42] SIGQUIT received. signum=None, frame=None. It usually means one"
+            " child failed.",
+            "Killed",
+        ])
+        analysis = analyze([logs], config=config(tmp_path, {"tp_size": 2, "pp_size": 2}))
+        found = [f for f in analysis.findings if f.severity == "error"]
+        assert [f.kind for f in found] == ["watchdog-timeout"]
+        assert [(p["world_rank"], p["pp_rank"]) for p in found[0].processes] == [(2, 1), (3, 1)]
+        assert "watchdog_timeout=300 s" in found[0].summary
+        assert "cascade that followed is attached" in found[0].summary
+        assert [e["line"] for e in found[0].evidence] == [2, 3, 4, 5]
+
     def test_multiprocessing_child_death_is_a_crash_of_its_own(self, tmp_path: Path) -> None:
         """sglang#5762 shape: `Process Process-6:` and the traceback after it are a child
         process dying. In a file two schedulers write to, it is not the continuation of the
