@@ -40,7 +40,10 @@ SEVERITIES = ("error", "warning", "info")
 # Event stems, tested with literal `contains` on the text (cheap, vectorised).
 CRASH_STEMS = ("hit an exception", "Fatal Python error", "illegal memory access",
                "CUDA error", "terminate called after throwing", "died during initialization",
-               "NCCL error", "ncclSystemError", "ncclInternalError", "ncclUnhandledCudaError")
+               "NCCL error", "ncclSystemError", "ncclInternalError", "ncclUnhandledCudaError",
+               # a native crash caught by UCX (NIXL / Mooncake), and Ascend NPU device errors
+               "] Caught signal ", "NPU function error", "Kernel task happen error",
+               "call acl api failed")
 # (not a bare "terminated with": torch's "watchdog thread terminated with exception" is the crash)
 CASCADE_STEMS = ("Received sigquit", "SIGQUIT received", "crashed with exit code",
                  "terminated with signal", "terminated with exit code", "kill_process_tree",

@@ -39,6 +39,7 @@ SOURCES: tuple[str, ...] = (
     "tqdm",
     "cann",
     "gloo",
+    "ucx",  # UCX's `[host:pid:n:tid] Caught signal 11 (…)` (NIXL, Mooncake transfers)
     "other",
 )
 

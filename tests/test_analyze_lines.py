@@ -575,6 +575,29 @@ class TestRolesAndRecords:
         assert "cascade that followed is attached" in found[0].summary
         assert [e["line"] for e in found[0].evidence] == [2, 3, 4, 5]
 
+    def test_npu_and_native_faults_are_crashes(self, tmp_path: Path) -> None:
+        """Ascend's `Kernel task happen error` (sglang#12464) on TP3, and a UCX `Caught signal
+        11` of a process no line names, are crashes."""
+        logs = tmp_path / "logs"
+        write(logs, "npu.log", [
+            "[2025-10-31 21:35:00 TP3] Decode batch. #running-req: 1",
+            "[rank3]:[E1031 21:35:04.838006795 compiler_depend.ts:57] Kernel task happen error, "
+            "retCode=0x31, [vector core exception].",
+        ])
+        analysis = analyze([logs], config=config(tmp_path, {"tp_size": 8, "device": "npu"}))
+        crash = next(f for f in analysis.findings if f.kind == "crash")
+        assert [p["world_rank"] for p in crash.processes] == [3]
+        write(tmp_path / "ucx", "prefill.log", [
+            "[2025-05-30 10:00:00 TP0] Prefill batch. #new-seq: 1",
+            "[2025-05-30 10:00:00 TP1] Prefill batch. #new-seq: 1",
+            "[gpu-node-1:12796:1:13303] Caught signal 11 (Segmentation fault: invalid "
+            "permissions for mapped object at address 0x7fbd60001400)",
+        ])
+        analysis = analyze([tmp_path / "ucx"], config=config(tmp_path, {"tp_size": 2}))
+        crash = next(f for f in analysis.findings if f.kind == "crash")
+        assert crash.processes == []
+        assert "Caught signal 11 (Segmentation fault" in crash.summary
+
     def test_multiprocessing_child_death_is_a_crash_of_its_own(self, tmp_path: Path) -> None:
         """sglang#5762 shape: `Process Process-6:` and the traceback after it are a child
         process dying. In a file two schedulers write to, it is not the continuation of the

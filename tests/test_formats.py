@@ -237,6 +237,14 @@ class TestWrappers:
         check("[2026-11-29 10:00:00.123 encode_dp_worker[3]] x", source="sglang",
               role="encoder", p_dp=None)
 
+    def test_ucx_caught_signal(self) -> None:
+        """UCX (NIXL, Mooncake) reports a native crash as `[host:pid:n:tid] Caught signal 11
+        (…)` (sglang#6694): host, pid and thread; it opens a record."""
+        check("[ubuntu-GPU-L40S-4802111:12796:1:13303] Caught signal 11 (Segmentation fault: "
+              "invalid permissions for mapped object at address 0x7fbd60001400)",
+              source="ucx", host="ubuntu-GPU-L40S-4802111", pid=12796, tid=13303,
+              starts_record=True)
+
     def test_srun_label(self) -> None:
         """`srun --label` puts `N: ` before each line of task N (sglang#6017 shape): peeled,
         and the task is the line's output stream."""
