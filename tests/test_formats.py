@@ -245,6 +245,15 @@ class TestWrappers:
               source="ucx", host="ubuntu-GPU-L40S-4802111", pid=12796, tid=13303,
               starts_record=True)
 
+    def test_docker_compose_prefix(self) -> None:
+        """`docker compose logs` puts `service-1  | ` before each line (sglang#12076): peeled,
+        the service is the stream, and the line is one record (no part split)."""
+        check("sglang-1  | [2025-10-29 11:25:58 TP3] Watchdog timeout "
+              "(self.watchdog_timeout=300)", source="sglang", stream="sglang-1", p_tp=3, part=0)
+        check("proj_sglang_1  | Process 309: sglang::scheduler_TP6", source="pyspy",
+              stream="proj_sglang_1", link_pid=309)
+        check("Name | Value", stream=None)  # a table row is no compose prefix
+
     def test_srun_label(self) -> None:
         """`srun --label` puts `N: ` before each line of task N (sglang#6017 shape): peeled,
         and the task is the line's output stream."""

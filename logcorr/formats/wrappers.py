@@ -7,6 +7,7 @@ read) by removing colour codes and Ray's dedup suffix wherever they are.
 Shapes (outermost first; every piece optional):
 
     pdsh host        rdma-gpu-train-worker-0: <line with a header>
+    docker compose   sglang-1  | <line>
     srun --label     0: <line>
     NULs / ANSI      ^@^@  \\x1b[0m
     viewer number    [80746]
@@ -37,6 +38,7 @@ PDSH = (
 
 WRAP = (
     r"^(?P<wrap>"
+    r"(?:(?P<compose>[A-Za-z][\w.\-]*[-_]\d+) +\| )?"
     r"(?:(?P<task>\d{1,5}): )?"
     r"(?:\x00|\x1b\[[0-9;?]*[A-Za-z])*"
     r"(?:\[\d{1,9}\] )?"
@@ -56,7 +58,7 @@ WRAP = (
 _JUNK = r"\x1b\[[0-9;?]*[A-Za-z]|\[[0-9;]{1,6}m| ?\[repeated \d+x across cluster\]"
 _JUNK_HINT = r"\x1b|\[repeated |\[[0-9;]{1,6}m"
 # First characters a wrapped line can start with (a SGLang `[YYYY-MM-DD HH` line never is).
-_WRAP_STARTS = r"^(?:[\x00\x1b(0-9]| [\[(\x1b]|\[(?:\d{1,9}\]|20\d\d-\d\d-\d\dT|default|rank|\d\dm|\d;|pod/)|[\w.\-]+ \[std|[\w.\-]+/\d+ \[def)"
+_WRAP_STARTS = r"^(?:[A-Za-z][\w.\-]*[-_]\d+ +\| |[\x00\x1b(0-9]| [\[(\x1b]|\[(?:\d{1,9}\]|20\d\d-\d\d-\d\dT|default|rank|\d\dm|\d;|pod/)|[\w.\-]+ \[std|[\w.\-]+/\d+ \[def)"
 
 
 def peel(df: pl.DataFrame) -> pl.DataFrame:
@@ -99,9 +101,9 @@ def _wrapper_fields(df: pl.DataFrame) -> pl.DataFrame:
         _w_host=pl.coalesce("lhost", "mhost"),
         _w_torch_rank=as_int(pl.col("trank"), pl.Int32()),
         _w_stream=pl.coalesce("kpod", pl.lit("pid=") + pl.col("rpid"),
-                              pl.lit("task=") + pl.col("task")),
+                              pl.lit("task=") + pl.col("task"), "compose"),
     ).drop("wrap", "cri", "kts", "loki", "coll", "lts", "lhost", "mhost", "rpid", "trank",
-           "kpod", "task")
+           "kpod", "task", "compose")
 
 
 def clean(body: pl.Expr) -> pl.Expr:
