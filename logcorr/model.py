@@ -56,6 +56,7 @@ ROLES: tuple[str, ...] = (
 # How the process of a line was identified (`evidence` column).
 EVIDENCE: tuple[str, ...] = (
     "prefix",  # the SGLang prefix ranks on the line itself
+    "only-scheduler",  # a scheduler-only message with no tokens, when there is one scheduler
     "pid",  # a PID on the line that an earlier line tied to a process
     "nccl-device",  # NCCL host + cudaDev -> node + gpu_id -> process
     "gpu-prefix",  # SGLang 0.2.x `[gpu=N]` -> node + gpu_id -> process

@@ -219,6 +219,7 @@ def resolve_keys(keys: pl.DataFrame, topology: Topology | None,
     frame = _by_pid(frame, topology, processes, contradictions)
     frame = _by_communicator(frame, topology)
     frame = _by_torch_rank(frame, topology, contradictions)
+    frame = _by_only_scheduler(frame, topology)
     frame = _combine_direct(frame, contradictions)
     frame = _title_roles(frame)
     # the rules rewrite some key columns (role); the table keeps the key as the lines have it
@@ -463,17 +464,26 @@ def _communicator_links(topology: Topology, members: pl.DataFrame) -> list[tuple
 
 _ROLE_STEMS = (("DataParallelController hit an exception", "dp_controller"),
                ("DetokenizerManager hit an exception", "detokenizer"),
-               ("TokenizerManager hit an exception", "main"))
-_ROLE_HINT = " hit an exception"  # in every stem
+               ("TokenizerManager hit an exception", "main"),
+               # messages only a scheduler writes, on a line without rank tokens (a TP1
+               # scheduler prints none; with one scheduler in the topology they name it)
+               *((stem, "scheduler") for stem in (
+                   "] Scheduler hit an exception", "] TpModelWorkerClient hit an exception",
+                   "] Load weight begin", "] Load weight end", "] KV Cache is allocated",
+                   "] Memory pool end", "] Capture cuda graph begin", "] Capture cuda graph end",
+                   "] Decode batch", "] Prefill batch", "] max_total_num_tokens=",
+                   "] Init torch distributed begin", "] Init torch distributed ends",
+                   "] Scheduler watchdog timeout", "] Watchdog timeout (self.watchdog_timeout",
+                   "] Pyspy dump for PID ")))
 
 
 def _stem_roles(frame: pl.DataFrame) -> pl.DataFrame:
-    """Non-scheduler processes known by their own messages (`TokenizerManager hit an
-    exception` -> main)."""
+    """Processes known by their own messages on SGLang lines without rank tokens
+    (`TokenizerManager hit an exception` -> main, `Load weight begin` -> scheduler)."""
     unknown = pl.col("role").is_null()
-    # one search for what all the stems share; the stems only on the (few) rows that have it
-    hinted = frame.select(pl.when(unknown).then(pl.col("text"))
-                          .str.contains(_ROLE_HINT, literal=True)).to_series()
+    # one multi-pattern search for all stems; each stem only on the (few) rows that hold one
+    hinted = frame.select(pl.when(unknown).then(pl.col("text")).str.contains_any(
+        [stem for stem, _ in _ROLE_STEMS])).to_series().fill_null(False)
     if not hinted.any():
         return frame
     text = pl.when(pl.lit(hinted)).then(pl.col("text"))  # null elsewhere
@@ -539,10 +549,21 @@ def _group_rank_expr(topology: Topology) -> pl.Expr:
     return expr.cast(_PROC)
 
 
-_DIRECT = (("prefix", "prefix_proc"), ("nccl-device", "device_proc"),
+_DIRECT = (("prefix", "prefix_proc"), ("only-scheduler", "only_proc"), ("nccl-device", "device_proc"),
            ("gpu-prefix", "gpu_proc"), ("pid", "title_proc"),
            ("pid", "pid_proc"), ("torch-rank", "torch_proc"), ("group-rank", "group_proc"),
            ("group-rank", "comm_proc"))
+
+
+def _by_only_scheduler(frame: pl.DataFrame, topology: Topology | None) -> pl.DataFrame:
+    """`only_proc`: with one scheduler in the whole topology (TP1, no DP, no PP), SGLang prints
+    no rank tokens; a line whose message only a scheduler writes (`Scheduler hit an exception`)
+    and that has no tokens is that scheduler's."""
+    only = topology is not None and len(topology.processes) == 1
+    tokens = pl.any_horizontal(pl.col(c).is_not_null() for c in PREFIX_COLUMNS)
+    return frame.with_columns(
+        pl.when(pl.lit(only) & (pl.col("role") == "scheduler") & ~tokens)
+        .then(pl.lit(0, _PROC)).otherwise(pl.lit(None, _PROC)).alias("only_proc"))
 
 
 def _combine_direct(frame: pl.DataFrame, contradictions: list[dict[str, object]]) -> pl.DataFrame:

@@ -598,6 +598,32 @@ class TestRolesAndRecords:
         assert crash.processes == []
         assert "Caught signal 11 (Segmentation fault" in crash.summary
 
+    def test_the_only_scheduler_is_named_by_its_own_messages(self, tmp_path: Path) -> None:
+        """sglang#12827 shape: with TP1 and no DP/PP there is one scheduler and it prints no
+        rank tokens. Its own messages (`Load weight begin`, `Scheduler hit an exception`) name
+        it; a main-process line stays the main process's; with two schedulers nothing is
+        concluded."""
+        logs = tmp_path / "logs"
+        write(logs, "server.log", [
+            "[2025-11-06 02:08:27] server_args=ServerArgs(model_path='/m', tp_size=1)",
+            "[2025-11-06 02:08:27] Load weight begin. avail mem=15.12 GB",
+            "[2025-11-06 02:08:28] Scheduler hit an exception: Traceback (most recent call last):",
+            "RuntimeError: boom",
+            "[2025-11-06 02:10:00] Received sigquit from a child process. It usually means the "
+            "child failed.",
+        ])
+        analysis = analyze([logs], config=config(tmp_path, {"tp_size": 1}))
+        timeline = analysis.detail
+        assert [(row(timeline, "server.log", n)["world_rank"], row(timeline, "server.log", n)[
+            "evidence"]) for n in range(2, 5)] == [
+            (0, "only-scheduler"), (0, "only-scheduler"), (0, "continuation")]
+        assert row(timeline, "server.log", 5)["role"] == "main"
+        crash = next(f for f in analysis.findings if f.kind == "crash")
+        assert [p["world_rank"] for p in crash.processes] == [0]
+        two = analyze([logs], config=config(tmp_path, {"tp_size": 2})).detail
+        assert row(two, "server.log", 2)["world_rank"] is None
+        assert row(two, "server.log", 2)["role"] == "scheduler"
+
     def test_multiprocessing_child_death_is_a_crash_of_its_own(self, tmp_path: Path) -> None:
         """sglang#5762 shape: `Process Process-6:` and the traceback after it are a child
         process dying. In a file two schedulers write to, it is not the continuation of the
