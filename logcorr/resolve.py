@@ -474,7 +474,7 @@ _ROLE_STEMS = (("DataParallelController hit an exception", "dp_controller"),
                    "] Decode batch", "] Prefill batch", "] max_total_num_tokens=",
                    "] Init torch distributed begin", "] Init torch distributed ends",
                    "] Scheduler watchdog timeout", "] Watchdog timeout (self.watchdog_timeout",
-                   "] Pyspy dump for PID ")))
+                   "] Pyspy dump for PID ", "] Pyspy failed to dump PID ")))
 
 
 def _stem_roles(frame: pl.DataFrame) -> pl.DataFrame:

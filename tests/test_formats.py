@@ -140,7 +140,11 @@ class TestSglang:
 
     def test_pyspy_link(self) -> None:
         """`Pyspy dump for PID n:` links the pid to the prefix."""
-        check("[2025-05-08 10:34:41 DP7 TP15] Pyspy dump for PID 10366:", link_pid=10366, p_tp=15)
+        check("[2025-05-08 10:34:41 DP7 TP15] Pyspy dump for PID 10366:", link_pid=10366, p_tp=15,
+              pid=10366)
+        # the scheduler's watchdog dumps its own process; a failed dump names it too
+        check("[2025-06-26 07:25:31 DP4 TP4] Pyspy failed to dump PID 113688. Error: x",
+              link_pid=113688, pid=113688, p_tp=4)
 
 
 class TestWrappers:

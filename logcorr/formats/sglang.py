@@ -50,7 +50,9 @@ _MAIN_PROOF = (
 )
 _SERVER_ARGS = r"^[^\]]*\] server_args=(?:ServerArgs\(|\{)"
 GPU = r"^\[gpu=(\d+)\] "
-_PYSPY = r"^[^\]]*\] Pyspy dump for PID (\d+)"
+# a scheduler's watchdog dumps its own process (`pyspy_dump_schedulers()`: psutil's own pid)
+_PYSPY = r"^[^\]]*\] Pyspy (?:dump for|failed to dump) PID (\d+)"
+_PYSPY_HINT = r"\] Pyspy (?:dump for|failed to dump) PID "
 
 
 def fast_rows(text: pl.Series) -> pl.DataFrame:
@@ -75,7 +77,7 @@ def fast_rows(text: pl.Series) -> pl.DataFrame:
     ranked = pl.when(pl.col("_ranked")).then(t)
     unranked = pl.when(pl.col("_ok") & ~pl.col("_ranked")).then(t)
     main = unranked.str.contains(_MAIN_PROOF)
-    pyspy = ranked.str.contains("] Pyspy dump for PID ", literal=True)
+    pyspy = ranked.str.contains(_PYSPY_HINT)
     when = pl.when(pl.col("_ok"))
     return df.select(
         "_ok",
@@ -89,6 +91,7 @@ def fast_rows(text: pl.Series) -> pl.DataFrame:
         pl.when(main & unranked.str.contains(_SERVER_ARGS)).then(True).alias("server_args"),
         as_int(pl.when(pyspy).then(ranked).str.extract(_PYSPY, 1), pl.Int64()).alias(
             "link_pid"),
+        as_int(pl.when(pyspy).then(ranked).str.extract(_PYSPY, 1), pl.Int64()).alias("pid"),
         *(when.then(pl.col(name)).alias(name) for name in _RANK_KEYS),
     )
 
@@ -188,7 +191,7 @@ def _finish(df: pl.DataFrame) -> pl.DataFrame:
     ranked = pl.when(pl.col("_ranked")).then(BODY)
     unranked = pl.when(~pl.col("_ranked")).then(BODY)
     main = unranked.str.contains(_MAIN_PROOF)
-    pyspy = ranked.str.contains("] Pyspy dump for PID ", literal=True)
+    pyspy = ranked.str.contains(_PYSPY_HINT)
     return df.with_columns(
         source=pl.lit("sglang"),
         starts_record=pl.lit(True),
@@ -198,4 +201,5 @@ def _finish(df: pl.DataFrame) -> pl.DataFrame:
         .when(main).then(pl.lit("main")),
         server_args=pl.when(main & unranked.str.contains(_SERVER_ARGS)).then(True),
         link_pid=as_int(pl.when(pyspy).then(ranked).str.extract(_PYSPY, 1), pl.Int64()),
+        pid=as_int(pl.when(pyspy).then(ranked).str.extract(_PYSPY, 1), pl.Int64()),
     ).drop("_ranked", "_encoder")
