@@ -379,7 +379,7 @@ def _attribute_pass(chunks: list[Path], attribution: Attribution, crowded: pl.Da
                 ghost = None
             attributed = attribute(chunk, attribution, crowded, ghost)
             ghost = next_ghost(chunk, ghost, attributed)
-            attributed = attributed.filter(~pl.col("_ghost"))
+            attributed = attributed.filter(~pl.col("_ghost")).drop("_file_head")
             if pending is not None and int(pending["file_id"][0]) != first_file:
                 write(pending)  # its file ended without a time
                 pending = None

@@ -257,16 +257,27 @@ def attribute(chunk: pl.DataFrame, attribution: Attribution, crowded: pl.DataFra
 
 def next_ghost(chunk: pl.DataFrame, ghost: pl.DataFrame | None, attributed: pl.DataFrame
                ) -> pl.DataFrame | None:
-    """The raw row (of `chunk`, or `ghost` itself) heading the record open at the end of
-    `attributed` (the result of `attribute(chunk, …, ghost)`), with its record number."""
+    """The raw rows (of `chunk`, or of `ghost` itself) heading the records still open at the
+    end of `attributed` (the result of `attribute(chunk, …, ghost)`), with their record
+    numbers, in record order: the header of the last file's open record and, where lines
+    carry wrapper streams, the latest header of each stream of that file (a pod's next line
+    goes on with its own pod's record)."""
     if attributed.height == 0:
         return ghost
-    head = int(attributed["_head_row"][-1])
-    if ghost is not None and head == 0:  # the open record is still the previous chunk's
-        return ghost
-    at = head - (1 if ghost is not None else 0)
-    record = attributed["record"][head]
-    return chunk.slice(at, 1).with_columns(pl.lit(record, pl.UInt32).alias("record"))
+    last_file = attributed.get_column("file_id")[-1]
+    mine = (attributed.select(pl.int_range(pl.len(), dtype=pl.UInt32).alias("_at"), "file_id",
+                              "stream", "starts_record")
+            .filter(pl.col("file_id") == last_file))
+    heads = {int(attributed.get_column("_file_head")[-1])}
+    streamed = mine.filter(pl.col("starts_record").fill_null(False)
+                           & pl.col("stream").is_not_null())
+    if streamed.height:
+        heads |= set(streamed.group_by("stream").agg(pl.col("_at").max())
+                     .get_column("_at").to_list())
+    at = pl.Series("_at", sorted(heads), dtype=pl.UInt32)
+    raw = chunk if ghost is None else pl.concat([ghost.select(chunk.columns), chunk])
+    return raw[at].with_columns(attributed.get_column("record").gather(at).cast(pl.UInt32)
+                                .alias("record"))
 
 
 def _by_prefix(frame: pl.DataFrame, topology: Topology | None, processes: pl.DataFrame,
@@ -645,14 +656,15 @@ def _by_continuation(frame: pl.DataFrame, crowded: pl.DataFrame, shared: list[in
     starts = pl.col("starts_record").fill_null(False)
     record, head_row = _records(starts)
     frame = frame.with_columns(record, head_row, _mark_crowded(frame, crowded))
-    if frame.get_column("stream").null_count() < frame.height:
-        frame = _stream_records(frame, starts)
-    # a ghost row in front carries the true record number of the open record it heads
+    # ghost rows in front carry the true record numbers of the records they head
     shift = (pl.col("_true_record").cast(pl.Int64) - pl.col("record").cast(pl.Int64)
              ).forward_fill().fill_null(0)
     in_ghost_file = pl.col("file_id") == pl.col("file_id").first()
     frame = frame.with_columns(pl.when(in_ghost_file).then(pl.col("record").cast(pl.Int64) + shift)
-                               .otherwise(pl.col("record")).cast(pl.UInt32).alias("record"))
+                               .otherwise(pl.col("record")).cast(pl.UInt32).alias("record"),
+                               pl.col("_head_row").alias("_file_head"))
+    if frame.get_column("stream").null_count() < frame.height:
+        frame = _stream_records(frame, starts)
     header_proc = pl.col("proc").gather(pl.col("_head_row"))
     header_role = pl.col("role").gather(pl.col("_head_row"))
     header_crowded = pl.col("_crowded").gather(pl.col("_head_row"))
@@ -679,7 +691,7 @@ def _by_continuation(frame: pl.DataFrame, crowded: pl.DataFrame, shared: list[in
 def _stream_records(frame: pl.DataFrame, starts: pl.Expr) -> pl.DataFrame:
     """Lines a wrapper puts in output streams (pods, Ray workers) interleave records: a line
     whose record header is of another stream belongs to the latest header of its own stream in
-    the file (if this chunk has one)."""
+    the file (carried across chunks by `next_ghost`)."""
     at = pl.int_range(pl.len(), dtype=pl.UInt32)  # (outside the window: row numbers of the chunk)
     frame = frame.with_columns(pl.when(starts).then(at).alias("_own"))
     own = pl.col("_own").forward_fill().over("file_id", "stream")

@@ -102,3 +102,32 @@ def test_count_at_most_counts_rows_up_to_a_key_that_ties_on_leading_columns() ->
               (9, 0, 5, 0), (stream.NO_TIME, 0, 6, 0), (stream.NO_TIME, 9, 9, 9)]
     for bound in bounds:
         assert stream._count_at_most(rows, bound) == sum(k <= bound for k in keys), bound
+
+
+def test_wrapper_streams_carry_their_open_records_across_chunks(tmp_path: Path) -> None:
+    """Two pods' tracebacks interleaved in one `kubectl logs --prefix` file: every line goes
+    on with its own pod's record whatever the chunk boundaries (each stream's open record is
+    carried into the next chunk)."""
+    lines = []
+    for n in range(3):
+        lines += [
+            f"[pod/sglang-1/sglang] [2025-09-09 08:45:4{n} TP10] Scheduler hit an exception: "
+            "Traceback (most recent call last):",
+            f"[pod/sglang-0/sglang] [2025-09-09 08:45:4{n} TP2] Scheduler hit an exception: "
+            "Traceback (most recent call last):",
+            '[pod/sglang-1/sglang]   File "/sgl/scheduler.py", line 2912, in run',
+            "(SGLangEngine pid=7) plain",
+            '[pod/sglang-0/sglang]   File "/sgl/scheduler.py", line 2912, in run',
+            "[pod/sglang-1/sglang] RuntimeError: ten",
+            "[pod/sglang-0/sglang] RuntimeError: two",
+        ]
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "all.log").write_text("\n".join(lines) + "\n")
+    config = tmp_path / "args.json"
+    config.write_text(json.dumps({"tp_size": 16, "nnodes": 2}))
+    whole = analyze([logs], config=config).detail
+    assert whole.get_column("world_rank").to_list()[:7] == [10, 2, 10, None, 2, 10, 2]
+    for chunk_bytes in (1, 150, 400):
+        cut = analyze([logs], config=config, chunk_bytes=chunk_bytes).detail
+        assert cut.equals(whole), chunk_bytes
