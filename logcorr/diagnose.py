@@ -270,7 +270,8 @@ def _unnamed_crash(ctx: Context, unnamed: pl.DataFrame) -> list[Finding]:
         return []
     first = unnamed.row(0, named=True)
     role = first.get("role")
-    who = f"the {role} process" if role else "a process that no line identifies"
+    who = ("a scheduler that no line identifies" if role == "scheduler" else
+           f"the {role} process" if role else "a process that no line identifies")
     detail = _exception_text(_record(ctx.rows, first), first)
     what = ctx.events.filter((pl.col("file_id") == first["file_id"])
                              & (pl.col("line") == first["line"] + 1)
