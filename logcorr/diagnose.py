@@ -308,6 +308,9 @@ def _exception_text(record: pl.DataFrame, root: dict[str, Any]) -> str:
     if closing.height:
         return str(closing["text"][-1]).strip()[:200]
     text = str(root["text"])
+    header = regex.search(r"\[(?:\d{4}-\d\d-\d\d )?\d\d:\d\d:\d\d[^\]]*\] ", text)  # behind wrappers
+    if header:
+        return text[header.end():].strip()[:200]
     return text[text.find("] ") + 2:].strip()[:200] if "] " in text else text.strip()[:200]
 
 
