@@ -55,7 +55,9 @@ TIMEOUT_STEMS = ("Watchdog caught collective operation timeout", "detected by wa
 # torch's flight-recorder dump lines: the member saw a timeout (its own or a peer's); they carry
 # no progress of the group that hangs
 DUMP_STEMS = ("Received a dump signal", "preparing to dump debug info")
-SGLANG_WATCHDOG_STEMS = ("Scheduler watchdog timeout", "Watchdog timeout (self.watchdog_timeout")
+# `{debug_name} watchdog timeout (self.watchdog_timeout=…)` (utils/watchdog.py: Scheduler,
+# DetokenizerManager, TokenizerManager, DataParallelController), older `Watchdog timeout (…)`
+SGLANG_WATCHDOG_STEMS = (" watchdog timeout (self.watchdog_timeout", "Watchdog timeout (self.watchdog_timeout")
 # Startup phases in order: (name, begin stem, end stem).
 PHASES = (
     ("distributed init", ("Init torch distributed begin", "Init parallel begin"),
@@ -599,10 +601,11 @@ def _ranks_text(topology: Topology, procs: list[int]) -> str:
 
 
 def watchdog_findings(ctx: Context, earlier: list[Finding]) -> list[Finding]:
-    """SGLang's own scheduler watchdog (`Scheduler watchdog timeout (self.watchdog_timeout=…)`,
-    older `Watchdog timeout (…)`): a forward step of that scheduler ran longer than
-    `--watchdog-timeout`, after which SGLang kills the server. One finding naming every
-    process whose watchdog fired, unless a crash or a collective hang already names them."""
+    """SGLang's own watchdog (`Scheduler watchdog timeout (self.watchdog_timeout=…)`, the same
+    for the detokenizer, tokenizer manager and DP controller; older `Watchdog timeout (…)`): the
+    process's loop made no progress for `--watchdog-timeout`, after which SGLang kills the
+    server. One finding naming every process whose watchdog fired, unless a crash or a
+    collective hang already names them."""
     fired = ctx.events.filter(_contains_any(SGLANG_WATCHDOG_STEMS)).sort("order")
     if fired.height == 0:
         return []
@@ -614,14 +617,16 @@ def watchdog_findings(ctx: Context, earlier: list[Finding]) -> list[Finding]:
         return []
     first = fired.row(0, named=True)
     cascade = ctx.events.filter(_contains_any(CASCADE_STEMS) & (pl.col("order") > first["order"]))
+    role = first.get("role")
     who = (", ".join(_short(person) for person in people[:4])
            + (f" and {len(people) - 4} more" if len(people) > 4 else "")) if people else (
+        f"the {role} process" if role and role != "scheduler" else
         "a process that no line identifies")
     text = str(first["text"])
     timeout = regex.search(r"watchdog_timeout=([\d.]+)", text)
-    summary = (f"SGLang's scheduler watchdog fired on {who}: a forward step ran longer than "
+    summary = (f"SGLang's watchdog fired on {who}: its loop made no progress for longer than "
                f"{'watchdog_timeout=' + timeout.group(1) + ' s' if timeout else 'the watchdog timeout'}"
-               " (the scheduler hung)")
+               " (the process hung)")
     if cascade.height:
         summary += "; the SIGQUIT/kill cascade that followed is attached"
     times = fired.get_column("ts_full").drop_nulls()

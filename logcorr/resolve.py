@@ -476,6 +476,9 @@ def _communicator_links(topology: Topology, members: pl.DataFrame) -> list[tuple
 _ROLE_STEMS = (("DataParallelController hit an exception", "dp_controller"),
                ("DetokenizerManager hit an exception", "detokenizer"),
                ("TokenizerManager hit an exception", "main"),
+               ("] DataParallelController watchdog timeout", "dp_controller"),
+               ("] DetokenizerManager watchdog timeout", "detokenizer"),
+               ("] TokenizerManager watchdog timeout", "main"),
                # messages only a scheduler writes, on a line without rank tokens (a TP1
                # scheduler prints none; with one scheduler in the topology they name it)
                *((stem, "scheduler") for stem in (

@@ -572,8 +572,16 @@ class TestRolesAndRecords:
         assert [f.kind for f in found] == ["watchdog-timeout"]
         assert [(p["world_rank"], p["pp_rank"]) for p in found[0].processes] == [(2, 1), (3, 1)]
         assert "watchdog_timeout=300 s" in found[0].summary
+        assert found[0].summary.startswith("SGLang's watchdog fired on process (world rank 2")
         assert "cascade that followed is attached" in found[0].summary
         assert [e["line"] for e in found[0].evidence] == [2, 3, 4, 5]
+        # the same watchdog in the detokenizer (utils/watchdog.py's debug_name)
+        write(tmp_path / "detok", "server.log", [
+            "[2026-01-29 13:12:37] DetokenizerManager watchdog timeout (self.watchdog_timeout=300"
+            ", self.soft=False)"])
+        detok = analyze([tmp_path / "detok"], config=config(tmp_path, {"tp_size": 2}))
+        assert [f.summary.split(":")[0] for f in detok.findings if f.severity == "error"] == [
+            "SGLang's watchdog fired on the detokenizer process"]
 
     def test_npu_and_native_faults_are_crashes(self, tmp_path: Path) -> None:
         """Ascend's `Kernel task happen error` (sglang#12464) on TP3, and a UCX `Caught signal
