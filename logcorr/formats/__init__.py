@@ -170,8 +170,10 @@ def _parse_rest(rest: pl.DataFrame, whole: pl.DataFrame, nccl_hosts: pl.Series |
     if rest.height == 0:
         return None
     rest = parts.split(wrappers.peel(rest.rechunk()), nccl_hosts).rechunk()
-    rest = rest.with_columns(_chained=_chained(rest, whole))
     remaining = rest.with_columns(pbody=wrappers.clean(pl.col("body")))
+    # whether the line before chains a row to its record matters only for a record opener
+    if remaining.select(pl.col("pbody").str.contains(python.OPENS).any()).item():
+        remaining = remaining.with_columns(_chained=_chained(rest, whole))
     results: list[pl.DataFrame] = []
     for test, family_parse in FAMILIES:
         chosen = remaining.select(test(pl.col("pbody")).fill_null(False)).to_series()

@@ -23,7 +23,7 @@ _THREAD = r"^Thread (\d+) \((?:idle|active|gil)[^)]*\): "
 # before (or the one before a blank line) ends with `:` and so announces it: `During handling of
 # the above exception, …:`, `The above exception was the direct cause …:`, SGLang 0.3's
 # `[… TP0] Exception in ModelTpServer:`, multiprocessing's `Process SpawnProcess-1:`.
-_OPENS = (r"^(?:Traceback \(most recent call last\)|Exception in [\w.]+:\s*$"
+OPENS = (r"^(?:Traceback \(most recent call last\)|Exception in [\w.]+:\s*$"
           r"|Fatal Python error: |Process [A-Za-z]\w*-\d+:\s*$)")
 CHAINS = r":$"
 _TRACEBACK_STARTS = (
@@ -85,7 +85,7 @@ def parse(df: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     chained = pl.col("_chained") if "_chained" in df.columns else pl.lit(False)
     good = df.filter(pl.col("_src").is_not_null()).with_columns(
         source=pl.col("_src"),
-        starts_record=BODY.str.contains(_OPENS) & ~chained.fill_null(False),
+        starts_record=BODY.str.contains(OPENS) & ~chained.fill_null(False),
         link_pid=as_int(BODY.str.extract(_PROCESS, 1), pl.Int64()),
         proctitle=BODY.str.extract(_PROCESS, 2),
         tid=as_int(BODY.str.extract(_THREAD, 1), pl.Int64()),
@@ -110,6 +110,6 @@ def _source() -> pl.Expr:
         )
         .then(pl.lit("pyspy"))
         .when(BODY.str.contains(_EXC) | BODY.str.contains(r"^    \S|^\s+[\^~]+\s*$")
-              | BODY.str.contains(_OPENS))
+              | BODY.str.contains(OPENS))
         .then(pl.lit("traceback"))
     )
