@@ -39,6 +39,7 @@ SOURCES: tuple[str, ...] = (
     "tqdm",
     "cann",
     "gloo",
+    "router",  # the SGLang router / model gateway (Rust): `… INFO sglang_router_rs::…`
     "ucx",  # UCX's `[host:pid:n:tid] Caught signal 11 (…)` (NIXL, Mooncake transfers)
     "other",
 )
@@ -50,6 +51,7 @@ ROLES: tuple[str, ...] = (
     "detokenizer",
     "dp_controller",
     "tokenizer_worker",
+    "router",  # the SGLang router / model gateway (a separate program)
     "encoder",  # an encoder server of EPD disaggregation (` encode_server` prefix)
 )
 

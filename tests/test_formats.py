@@ -241,6 +241,14 @@ class TestWrappers:
         check("[2026-11-29 10:00:00.123 encode_dp_worker[3]] x", source="sglang",
               role="encoder", p_dp=None)
 
+    def test_router_lines(self) -> None:
+        """The SGLang router (Rust, sglang#10560) is a program of its own: role router, its
+        time, a record of its own."""
+        check("2025-09-17 08:22:52  INFO sglang_router_rs::server: src/server.rs:261: Starting "
+              "router on 0.0.0.0:30000", source="router", role="router", starts_record=True,
+              ts=datetime(2025, 9, 17, 8, 22, 52))
+        check("the smg thing", source="other", role=None)
+
     def test_ucx_caught_signal(self) -> None:
         """UCX (NIXL, Mooncake) reports a native crash as `[host:pid:n:tid] Caught signal 11
         (…)` (sglang#6694): host, pid and thread; it opens a record."""

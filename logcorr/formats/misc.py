@@ -1,4 +1,5 @@
-"""Small families: raw uvicorn access lines, tqdm bars, Ascend CANN errors, Gloo, UCX."""
+"""Small families: raw uvicorn access lines, tqdm bars, Ascend CANN errors, Gloo, UCX, the
+SGLang router (Rust)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,10 @@ _TQDM = r"it/s[\],]|s/it[\],]|\d%\||% Completed \|"
 CANN_ERROR = (
     r"^\[ERROR\] (\d{4}-\d\d-\d\d)-(\d\d:\d\d:\d\d) \(PID:(\d+), Device:(-?\d+), RankID:(-?\d+)\)"
 )
+# sglang-router / model gateway (Rust tracing): `2025-09-17 08:22:52  INFO sglang_router_rs::…`
+# (the time may have been peeled as a kubectl --timestamps wrapper: then the level starts the line)
+ROUTER = (r"^ *(?:(\d{4}-\d\d-\d\d)[ T](\d\d:\d\d:\d\d)(?:\.(\d{1,9}))?Z? +)?"
+          r"(?:TRACE|DEBUG|INFO|WARN|ERROR) +(?:sglang_router|sgl_model_gateway|smg)\w*::")
 UCX = r"^\[([\w.\-]+):(\d+):\d+:(\d+)\] "  # [host:pid:thread-index:tid]
 CANN_CODE = r"(?:^|detail:)(E[A-Z]\d{4})?(?::\s*)?\[PID: (\d+)\] (\d{4}-\d\d-\d\d)-(\d\d:\d\d:\d\d)\.(\d{3})\.(\d{3})"
 
@@ -24,6 +29,9 @@ def candidates(body: pl.Expr) -> pl.Expr:
         | body.str.starts_with("[Gloo] ")
         | body.str.contains(UVICORN)
         | body.str.contains(UCX)
+        | body.str.contains("sglang_router", literal=True)
+        | body.str.contains("sgl_model_gateway", literal=True)
+        | body.str.contains(" smg", literal=True)
     )
 
 
@@ -32,12 +40,17 @@ def parse(df: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     err = BODY.str.extract_groups(CANN_ERROR).struct.field
     code = BODY.str.extract_groups(CANN_CODE).struct.field
     ucx = BODY.str.extract_groups(UCX).struct.field
-    df = df.with_columns(_e=err("3"), _c=code("2"), _uh=ucx("1"), _up=ucx("2"), _ut=ucx("3"))
+    router = BODY.str.extract_groups(ROUTER).struct.field
+    df = df.with_columns(_e=err("3"), _c=code("2"), _uh=ucx("1"), _up=ucx("2"), _ut=ucx("3"),
+                         _rd=router("1"), _rt=router("2"), _rf=router("3"),
+                         _r=BODY.str.contains(ROUTER))
     source = (
         pl.when(pl.col("_e").is_not_null() | pl.col("_c").is_not_null())
         .then(pl.lit("cann"))
         .when(pl.col("_uh").is_not_null())
         .then(pl.lit("ucx"))
+        .when(pl.col("_r"))
+        .then(pl.lit("router"))
         .when(BODY.str.contains(UVICORN))
         .then(pl.lit("uvicorn"))
         .when(BODY.str.starts_with("[Gloo] "))
@@ -46,24 +59,30 @@ def parse(df: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
         .then(pl.lit("tqdm"))
     )
     df = df.with_columns(source=source)
-    bad = df.filter(pl.col("source").is_null()).drop("source", "_e", "_c", "_uh", "_up", "_ut")
+    scratch = ("_e", "_c", "_uh", "_up", "_ut", "_rd", "_rt", "_rf", "_r")
+    bad = df.filter(pl.col("source").is_null()).drop("source", *scratch)
     good = df.filter(pl.col("source").is_not_null())
     cann_ts = pl.coalesce(
         pl.concat_str([err("1"), pl.lit(" "), err("2"), pl.lit(".000000")]),
         pl.concat_str([code("3"), pl.lit(" "), code("4"), pl.lit("."), code("5"), code("6")]),
     )
     good = good.with_columns(
-        starts_record=pl.col("source").is_in(["uvicorn", "ucx"]) | pl.col("_e").is_not_null()
+        starts_record=pl.col("source").is_in(["uvicorn", "ucx", "router"])
+        | pl.col("_e").is_not_null()
         | (pl.col("_c").is_not_null() & ~BODY.str.contains("detail:[PID:", literal=True)),
-        role=pl.when(pl.col("source") == "uvicorn").then(pl.lit("main")),
+        role=pl.when(pl.col("source") == "uvicorn").then(pl.lit("main"))
+        .when(pl.col("source") == "router").then(pl.lit("router")),
         pid=as_int(pl.coalesce("_e", "_c", "_up"), pl.Int64()),
         tid=as_int(pl.col("_ut"), pl.Int64()),
         host=pl.col("_uh"),
         device_id=as_int(err("4"), pl.Int32()),
-        ts=datetime_from(cann_ts, "%Y-%m-%d %H:%M:%S%.6f"),
+        ts=pl.coalesce(datetime_from(cann_ts, "%Y-%m-%d %H:%M:%S%.6f"), datetime_from(
+            pl.concat_str([pl.col("_rd"), pl.lit(" "), pl.col("_rt"), pl.lit("."),
+                           pl.col("_rf").fill_null("0").str.slice(0, 6).str.pad_end(6, "0")]),
+            "%Y-%m-%d %H:%M:%S%.6f")),
     )
     has_ts = pl.col("ts").is_not_null()
     good = good.with_columns(
         ts_has_date=pl.when(has_ts).then(True), ts_has_year=pl.when(has_ts).then(True)
     )
-    return good.drop("_e", "_c", "_uh", "_up", "_ut"), bad
+    return good.drop(*scratch), bad
