@@ -10,9 +10,12 @@ import argparse
 import contextlib
 import io
 import json
+import os
 import signal
 import sys
+import threading
 from collections.abc import Callable, Iterator, Sequence
+from types import FrameType
 from typing import TextIO
 
 import polars as pl
@@ -326,13 +329,30 @@ class Terminated(KeyboardInterrupt):
     temporary files are removed."""
 
 
-def _terminate(signum: int, frame: object) -> None:
-    raise Terminated
+def _terminate(signum: int, frame: FrameType | None) -> None:
+    _unwind(signum, frame, Terminated)
+
+
+def _interrupt(signum: int, frame: FrameType | None) -> None:
+    _unwind(signum, frame, KeyboardInterrupt)
+
+
+def _unwind(signum: int, frame: FrameType | None, error: type[BaseException]) -> None:
+    """Raise `error` where the signal arrived - unless that is inside a finalizer (`__del__`,
+    as when the `regex` package compiles a pattern), where Python would print "Exception
+    ignored" with a traceback and go on: the signal is sent again a moment later instead."""
+    while frame is not None:
+        if frame.f_code.co_name == "__del__":
+            threading.Timer(0.01, os.kill, (os.getpid(), signum)).start()
+            return
+        frame = frame.f_back
+    raise error
 
 
 def main_entry() -> None:
     """Console-script entry point."""
     signal.signal(signal.SIGTERM, _terminate)
+    signal.signal(signal.SIGINT, _interrupt)
     code = main()
     # the work is done: a signal now must not interrupt the clean-up at exit with a traceback
     signal.signal(signal.SIGINT, signal.SIG_IGN)

@@ -213,7 +213,7 @@ def fields_from_command(tokens: list[str]) -> dict[str, Any]:
 
 def split_command(text: str) -> list[str]:
     """Split a shell launch command (with `\\` continuations and comments) into tokens."""
-    joined = regex.sub(r"\\\r?\n", " ", text)
+    joined = _CONTINUATION.sub(" ", text)
     try:
         return shlex.split(joined, comments=True)
     except ValueError as error:
@@ -222,6 +222,8 @@ def split_command(text: str) -> list[str]:
 
 # --------------------------------------------------------------------------- server_args line
 
+_CONTINUATION = regex.compile(r"\\\r?\n")  # a shell line continuation
+_ENUM = regex.compile(r"<[\w.]+:\s*'([^']*)'>")
 _SERVER_ARGS = regex.compile(r"server_args=(?:ServerArgs\(|\{)")
 # One field of the repr: `name=value` (dataclass) or `'name': value` (dict). The value is read
 # up to the next top-level separator; strings, brackets and enum reprs are skipped over whole.
@@ -263,7 +265,7 @@ def _python_literal(text: str) -> Any:
         return text == "True"
     if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
         return text[1:-1]
-    enum_value = regex.fullmatch(r"<[\w.]+:\s*'([^']*)'>", text)
+    enum_value = _ENUM.fullmatch(text)
     if enum_value:
         return enum_value.group(1)
     try:

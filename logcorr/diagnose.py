@@ -302,6 +302,12 @@ def _record(rows: pl.LazyFrame, root: dict[str, Any]) -> pl.DataFrame:
         "file_id", "line", "part", "text").collect().sort("line", "part")
 
 
+# compiled at import: the `regex` package compiles in Python, and a signal that arrives inside
+# one of its finalizers mid-analysis could not unwind cleanly
+_SGLANG_STAMP = regex.compile(r"\[(?:\d{4}-\d\d-\d\d )?\d\d:\d\d:\d\d[^\]]*\] ")
+_WATCHDOG_TIMEOUT = regex.compile(r"watchdog_timeout=([\d.]+)")
+
+
 def _exception_text(record: pl.DataFrame, root: dict[str, Any]) -> str:
     """`ExcType: message` closing the root's traceback (`record`, from `_record`), else the
     root line's own message."""
@@ -310,7 +316,7 @@ def _exception_text(record: pl.DataFrame, root: dict[str, Any]) -> str:
     if closing.height:
         return str(closing["text"][-1]).strip()[:200]
     text = str(root["text"])
-    header = regex.search(r"\[(?:\d{4}-\d\d-\d\d )?\d\d:\d\d:\d\d[^\]]*\] ", text)  # behind wrappers
+    header = _SGLANG_STAMP.search(text)  # (behind wrappers)
     if header:
         return text[header.end():].strip()[:200]
     return text[text.find("] ") + 2:].strip()[:200] if "] " in text else text.strip()[:200]
@@ -623,7 +629,7 @@ def watchdog_findings(ctx: Context, earlier: list[Finding]) -> list[Finding]:
         f"the {role} process" if role and role != "scheduler" else
         "a process that no line identifies")
     text = str(first["text"])
-    timeout = regex.search(r"watchdog_timeout=([\d.]+)", text)
+    timeout = _WATCHDOG_TIMEOUT.search(text)
     summary = (f"SGLang's watchdog fired on {who}: its loop made no progress for longer than "
                f"{'watchdog_timeout=' + timeout.group(1) + ' s' if timeout else 'the watchdog timeout'}"
                " (the process hung)")

@@ -29,6 +29,7 @@ KEYS: dict[str, str] = {
     "moe_tp": "moe_tp_rank", "moe_tp_rank": "moe_tp_rank",
     "pid": "pid",
 }
+_SEPARATORS = regex.compile(r"[,\s]+")
 _TOKEN = regex.compile(r"(DP|PP|ATTN_CP|MOE_DP|TP|EP)(\d+)")
 
 
@@ -60,7 +61,7 @@ def parse_selector(spec: str) -> Selector:
     tokens: dict[str, int] = {}
     group: tuple[str, int] | None = None
     role: str | None = None
-    for item in regex.split(r"[,\s]+", spec.strip()):
+    for item in _SEPARATORS.split(spec.strip()):
         if not item:
             continue
         token = _TOKEN.fullmatch(item)

@@ -195,3 +195,27 @@ def test_entry_sets_the_allocator_before_polars_loads(given: str | None, expecte
     # polars puts its own defaults first; jemalloc takes the last value of an option
     assert conf.split(",")[-1] == expected
     assert loaded == "polars-after"
+
+
+def test_a_signal_inside_a_finalizer_is_sent_again() -> None:
+    """A signal that arrives inside a `__del__` (the `regex` package compiling a pattern) is
+    not raised there - Python would print "Exception ignored" with a traceback and go on - but
+    sent again a moment later; anywhere else it is raised."""
+    cli = logcorr.cli
+
+    got: list[int] = []
+    previous = signal.signal(signal.SIGUSR1, lambda signum, frame: got.append(signum))
+    try:
+        class Finalized:
+            def __del__(self) -> None:
+                cli._unwind(signal.SIGUSR1, sys._getframe(), cli.Terminated)
+
+        Finalized()
+        deadline = time.monotonic() + 5
+        while not got and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert got == [signal.SIGUSR1]
+        with pytest.raises(cli.Terminated):
+            cli._unwind(signal.SIGUSR1, sys._getframe(), cli.Terminated)
+    finally:
+        signal.signal(signal.SIGUSR1, previous)
