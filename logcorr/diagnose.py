@@ -10,8 +10,8 @@ group instance and look for the odd one out:
 |                   | SIGQUIT / kill cascade after it is attached, not reported as more roots     |
 | collective-hang   | torch watchdog timeouts of one group instance: members behind the SeqNum the |
 |                   | others wait on, or silent, are culprits; the ones that timed out are waiting |
-| watchdog-timeout  | SGLang's scheduler watchdog fired: those schedulers hung; the kill after it  |
-|                   | is attached                                                                 |
+| watchdog-timeout  | SGLang's own watchdog fired: those processes hung; the kill after it is      |
+|                   | attached                                                                    |
 | init-hang         | a startup phase begun and never ended (NCCL `Init START` without COMPLETE,  |
 |                   | `Init … begin` without its end, weights never loaded) while others went on  |
 | missing-process   | processes of the topology that left no line at all                          |
@@ -31,6 +31,7 @@ from typing import Any
 import polars as pl
 import regex
 
+from logcorr.formats import python
 from logcorr.formats.torch import COUNTERS, WORK
 from logcorr.model import COORDINATES
 from logcorr.topology import Topology
@@ -48,8 +49,9 @@ CRASH_STEMS = ("hit an exception", "Fatal Python error", "illegal memory access"
 CASCADE_STEMS = ("Received sigquit", "SIGQUIT received", "crashed with exit code",
                  "terminated with signal", "terminated with exit code", "kill_process_tree",
                  "Killed", "Triggering SIGQUIT")
-# multiprocessing's `Process SpawnProcess-1:` before the traceback of a child that raised and exited
-CHILD_DIED = r"(?:^|[\s)\]])Process [A-Za-z]\w*-\d+:\s*$"
+# multiprocessing's `Process SpawnProcess-1:` before the traceback of a child that raised and
+# exited (anywhere after a wrapper)
+CHILD_DIED = rf"(?:^|[\s)\]]){python.CHILD_DIED}"
 TIMEOUT_STEMS = ("Watchdog caught collective operation timeout", "detected by watchdog at work",
                  "Timeout at NCCL work", "failure detected by watchdog")
 # torch's flight-recorder dump lines: the member saw a timeout (its own or a peer's); they carry
@@ -237,7 +239,7 @@ def crash_findings(ctx: Context) -> list[Finding]:
         return _unnamed_crash(ctx, unnamed)
     firsts = crash.group_by("proc").agg(pl.all().sort_by("order").first()).sort("order")
     root = firsts.row(0, named=True)
-    cascade = rows.filter(_contains_any(CASCADE_STEMS) & (pl.col("order") > root["order"]))
+    cascade = _cascade_after(ctx, root)
     later = firsts.slice(1)
     record = _record(ctx.rows, root)  # one read of the runs for both uses
     detail = _exception_text(record, root)
@@ -250,8 +252,7 @@ def crash_findings(ctx: Context) -> list[Finding]:
                     f"first at {where['file']}:{where['line']})")
     if later.height:
         summary += f"; {later.height} other process(es) failed after it"
-    if cascade.height:
-        summary += "; the SIGQUIT/kill cascade that followed is attached"
+    summary += _CASCADE_NOTE if cascade.height else ""
     evidence = ctx.cite(pl.concat([firsts.head(1).select("file_id", "line"),
                                    record.tail(1).select("file_id", "line"),
                                    later.select("file_id", "line"),
@@ -271,20 +272,16 @@ def _unnamed_crash(ctx: Context, unnamed: pl.DataFrame) -> list[Finding]:
     if unnamed.height == 0:
         return []
     first = unnamed.row(0, named=True)
-    role = first.get("role")
-    who = ("a scheduler that no line identifies" if role == "scheduler" else
-           f"the {role} process" if role else "a process that no line identifies")
+    who = _unnamed(first.get("role"))
     detail = _exception_text(_record(ctx.rows, first), first)
     what = ctx.events.filter((pl.col("file_id") == first["file_id"])
                              & (pl.col("line") == first["line"] + 1)
                              & pl.col("text").str.starts_with("  what():"))
     if what.height:
         detail += " " + str(what["text"][0]).strip()
-    cascade = ctx.events.filter(_contains_any(CASCADE_STEMS)
-                                & (pl.col("order") > first["order"]))
+    cascade = _cascade_after(ctx, first)
     summary = f"{who} crashed: {detail[:300]}"
-    if cascade.height:
-        summary += "; the SIGQUIT/kill cascade that followed is attached"
+    summary += _CASCADE_NOTE if cascade.height else ""
     evidence = ctx.cite(pl.concat([unnamed.head(1).select("file_id", "line"),
                                    what.select("file_id", "line"),
                                    cascade.select("file_id", "line")]), limit=12)
@@ -292,6 +289,21 @@ def _unnamed_crash(ctx: Context, unnamed: pl.DataFrame) -> list[Finding]:
                     last_ts=_iso(_last_ts(pl.concat([unnamed.head(1).select("ts_full"),
                                                      cascade.select("ts_full")]))),
                     evidence=evidence)]
+
+
+_CASCADE_NOTE = "; the SIGQUIT/kill cascade that followed is attached"
+
+
+def _cascade_after(ctx: Context, row: dict[str, Any]) -> pl.DataFrame:
+    """The SIGQUIT / kill lines after `row` (the killing that follows a crash or a hang)."""
+    return ctx.events.filter(_contains_any(CASCADE_STEMS) & (pl.col("order") > row["order"]))
+
+
+def _unnamed(role: str | None) -> str:
+    """Who a line names when no evidence ties it to a process: at most its role."""
+    if role == "scheduler":
+        return "a scheduler that no line identifies"
+    return f"the {role} process" if role else "a process that no line identifies"
 
 
 def _record(rows: pl.LazyFrame, root: dict[str, Any]) -> pl.DataFrame:
@@ -622,19 +634,16 @@ def watchdog_findings(ctx: Context, earlier: list[Finding]) -> list[Finding]:
     if people and {(p.get("replica"), p.get("world_rank")) for p in people} <= explained:
         return []
     first = fired.row(0, named=True)
-    cascade = ctx.events.filter(_contains_any(CASCADE_STEMS) & (pl.col("order") > first["order"]))
-    role = first.get("role")
+    cascade = _cascade_after(ctx, first)
     who = (", ".join(_short(person) for person in people[:4])
            + (f" and {len(people) - 4} more" if len(people) > 4 else "")) if people else (
-        f"the {role} process" if role and role != "scheduler" else
-        "a process that no line identifies")
+        _unnamed(first.get("role")))
     text = str(first["text"])
     timeout = _WATCHDOG_TIMEOUT.search(text)
     summary = (f"SGLang's watchdog fired on {who}: its loop made no progress for longer than "
                f"{'watchdog_timeout=' + timeout.group(1) + ' s' if timeout else 'the watchdog timeout'}"
                " (the process hung)")
-    if cascade.height:
-        summary += "; the SIGQUIT/kill cascade that followed is attached"
+    summary += _CASCADE_NOTE if cascade.height else ""
     times = fired.get_column("ts_full").drop_nulls()
     evidence = ctx.cite(pl.concat([fired.select("file_id", "line"),
                                    cascade.select("file_id", "line")]), limit=12)

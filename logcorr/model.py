@@ -91,8 +91,9 @@ PARSED_SCHEMA: dict[str, pl.DataType] = {
     "ts_has_date": pl.Boolean(),  # False: time of day only (year-month-day placeholder 2000-01-01)
     "ts_has_year": pl.Boolean(),  # False: month/day known, year placeholder 2000 (glog, c10)
     "wrap_ts": pl.Datetime("us", "UTC"),  # collector / CRI timestamp when it carries a zone
-    # the output stream a wrapper names (`pod/NAME` of kubectl --prefix, `pid=N` of Ray): a
-    # line continues only a record of its own stream
+    # the output stream a wrapper names (`pod/NAME` of kubectl --prefix, `pid=N` of Ray,
+    # `task=N` of srun --label, a docker compose service): a line continues only a record of
+    # its own stream
     "stream": pl.String(),
     # identity fields printed on the line or its wrapper
     "host": pl.String(),

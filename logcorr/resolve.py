@@ -226,8 +226,9 @@ def resolve_keys(keys: pl.DataFrame, topology: Topology | None,
     table = keys.select("_k", *KEY_COLUMNS).join(
         frame.select("_k", "proc", "evidence", "conflict", pl.col("role").alias("_role"),
                      "eff_host"), on="_k").drop("_k")
-    return Attribution(table, processes, _file_procs(frame), contradictions, host_nodes,
-                       _local_ranks(topology), _shared_files(frame))
+    files = _files(frame)
+    return Attribution(table, processes, _file_procs(files), contradictions, host_nodes,
+                       _local_ranks(topology), _shared_files(files))
 
 
 def attribute(chunk: pl.DataFrame, attribution: Attribution, crowded: pl.DataFrame,
@@ -673,8 +674,7 @@ def _by_continuation(frame: pl.DataFrame, crowded: pl.DataFrame, shared: list[in
     header_crowded = pl.col("_crowded").gather(pl.col("_head_row"))
     # a line a wrapper puts in another output stream (another pod, another Ray worker) than
     # its record's header is not part of that record
-    other_stream = (pl.col("stream") != pl.col("stream").gather(pl.col("_head_row"))
-                    ).fill_null(False)
+    other_stream = _other_stream()
     # a progress bar is a record of its own, printed by whichever process draws it
     printed = pl.lit(_printed(frame, shared or []))
     inherit = (pl.col("proc").is_null() & ~starts & (pl.col("record") > 0) & ~pl.col("conflict")
@@ -691,6 +691,11 @@ def _by_continuation(frame: pl.DataFrame, crowded: pl.DataFrame, shared: list[in
     ).drop("_crowded")
 
 
+def _other_stream() -> pl.Expr:
+    """The line is in another wrapper stream (pod, Ray worker, …) than its record's header."""
+    return (pl.col("stream") != pl.col("stream").gather(pl.col("_head_row"))).fill_null(False)
+
+
 def _stream_records(frame: pl.DataFrame, starts: pl.Expr) -> pl.DataFrame:
     """Lines a wrapper puts in output streams (pods, Ray workers) interleave records: a line
     whose record header is of another stream belongs to the latest header of its own stream in
@@ -698,9 +703,7 @@ def _stream_records(frame: pl.DataFrame, starts: pl.Expr) -> pl.DataFrame:
     at = pl.int_range(pl.len(), dtype=pl.UInt32)  # (outside the window: row numbers of the chunk)
     frame = frame.with_columns(pl.when(starts).then(at).alias("_own"))
     own = pl.col("_own").forward_fill().over("file_id", "stream")
-    elsewhere = (pl.col("stream") != pl.col("stream").gather(pl.col("_head_row"))).fill_null(
-        False)
-    moved = pl.when(elsewhere & own.is_not_null()).then(own).otherwise(pl.col("_head_row"))
+    moved = pl.when(_other_stream() & own.is_not_null()).then(own).otherwise(pl.col("_head_row"))
     return frame.with_columns(moved.alias("_head_row")).with_columns(
         pl.col("record").gather(pl.col("_head_row"))).drop("_own")
 
@@ -723,36 +726,42 @@ def _printed(frame: pl.DataFrame, shared: list[int]) -> pl.Series:
     return marks.scatter(rows.filter(hit.fill_null(False)), True)
 
 
-def _file_procs(keys: pl.DataFrame) -> pl.DataFrame:
-    """file_id -> file_proc for a file whose identified lines all name one process and which
-    holds no launcher output (no server_args line, no main-process line) and no wrapper
-    streams (a Ray actor's or a pod's output, where several processes print)."""
-    identified = pl.col("evidence").is_not_null()
-    return (keys.group_by("file_id").agg(
-        pl.col("proc").filter(identified).unique().drop_nulls().alias("procs"),
+def _files(keys: pl.DataFrame) -> pl.DataFrame:
+    """Per file: `procs`, the processes its identified lines name, and `mixed`, whether it
+    holds launcher output (a server_args or main-process line) or wrapper streams (a Ray
+    actor's or a pod's output, where several processes print)."""
+    return keys.group_by("file_id").agg(
+        pl.col("proc").filter(pl.col("evidence").is_not_null()).unique().drop_nulls()
+        .alias("procs"),
         (pl.col("server_args").fill_null(False) | (pl.col("role") == "main").fill_null(False)
-         | pl.col("stream").is_not_null()).any().alias("launcher"))
-        .filter((pl.col("procs").list.len() == 1) & ~pl.col("launcher"))
-        .select("file_id", pl.col("procs").list.first().alias("file_proc")))
+         | pl.col("stream").is_not_null()).any().alias("mixed"))
 
 
-def _shared_files(keys: pl.DataFrame) -> list[int]:
-    """Files whose identified lines name several processes."""
-    identified = pl.col("evidence").is_not_null() & pl.col("proc").is_not_null()
-    return (keys.filter(identified).group_by("file_id").agg(pl.col("proc").n_unique())
-            .filter(pl.col("proc") > 1).get_column("file_id").sort().to_list())
+def _file_procs(files: pl.DataFrame) -> pl.DataFrame:
+    """file_id -> file_proc for a file (`_files`) whose identified lines all name one process
+    and which is not mixed."""
+    return (files.filter((pl.col("procs").list.len() == 1) & ~pl.col("mixed"))
+            .select("file_id", pl.col("procs").list.first().alias("file_proc")))
+
+
+def _shared_files(files: pl.DataFrame) -> list[int]:
+    """Files (`_files`) whose identified lines name several processes."""
+    return files.filter(pl.col("procs").list.len() > 1).get_column("file_id").sort().to_list()
 
 
 def _local_ranks(topology: Topology | None) -> pl.DataFrame | None:
-    """(file_proc, pg_rank) for every rank a process has in some group, the world included."""
+    """(file_proc, pg_rank) for every rank a process has in some group (its index in each
+    member list), the world included."""
     if topology is None:
         return None
-    pairs = set()
-    for index, process in enumerate(topology.processes):
-        pairs.add((index, process.world_rank))
-        pairs.update((index, topology.rank_in_group(name, process.world_rank))
-                     for name in topology.groups)
-    return pl.DataFrame(sorted(pairs), schema={"file_proc": _PROC, "pg_rank": pl.Int32()},
+    local: dict[int, set[int]] = {}
+    for group in topology.groups.values():
+        for members in group.members:
+            for rank, world in enumerate(members):
+                local.setdefault(world, set()).add(rank)
+    pairs = sorted((index, rank) for index, process in enumerate(topology.processes)
+                   for rank in local.get(process.world_rank, set()) | {process.world_rank})
+    return pl.DataFrame(pairs, schema={"file_proc": _PROC, "pg_rank": pl.Int32()},
                         orient="row")
 
 

@@ -631,6 +631,23 @@ class TestRolesAndRecords:
         two = analyze([logs], config=config(tmp_path, {"tp_size": 2})).detail
         assert row(two, "server.log", 2)["world_rank"] is None
         assert row(two, "server.log", 2)["role"] == "scheduler"
+        assert row(two, "server.log", 2)["why"] == "no rank prefix"  # not "not a scheduler"
+
+    def test_unnamed_scheduler_crash_behind_a_collector_wrapper(self, tmp_path: Path) -> None:
+        """A scheduler's crash that no line ties to one of two schedulers is "a scheduler that
+        no line identifies", and its message is quoted after the SGLang stamp, not after the
+        collector's `[…Z]`."""
+        logs = tmp_path / "logs"
+        write(logs, "server.log", [
+            "[2025-11-06 02:08:20 TP0] Load weight begin. avail mem=15.12 GB",
+            "[2025-11-06 02:08:20 TP1] Load weight begin. avail mem=15.12 GB",
+            "[2025-11-06T02:08:28.503Z] [2025-11-06 02:08:28] Scheduler hit an exception: "
+            "Traceback (most recent call last):",
+        ])
+        analysis = analyze([logs], config=config(tmp_path, {"tp_size": 2}))
+        crash = next(f for f in analysis.findings if f.kind == "crash")
+        assert crash.summary == ("a scheduler that no line identifies crashed: Scheduler hit an"
+                                 " exception: Traceback (most recent call last):")
 
     def test_multiprocessing_child_death_is_a_crash_of_its_own(self, tmp_path: Path) -> None:
         """sglang#5762 shape: `Process Process-6:` and the traceback after it are a child

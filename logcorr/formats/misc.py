@@ -15,7 +15,7 @@ CANN_ERROR = (
 # sglang-router / model gateway (Rust tracing): `2025-09-17 08:22:52  INFO sglang_router_rs::…`
 # (the time may have been peeled as a kubectl --timestamps wrapper: then the level starts the line)
 ROUTER = (r"^ *(?:(\d{4}-\d\d-\d\d)[ T](\d\d:\d\d:\d\d)(?:\.(\d{1,9}))?Z? +)?"
-          r"(?:TRACE|DEBUG|INFO|WARN|ERROR) +(?:sglang_router|sgl_model_gateway|smg)\w*::")
+          r"(TRACE|DEBUG|INFO|WARN|ERROR) +(?:sglang_router|sgl_model_gateway|smg)\w*::")
 UCX = r"^\[([\w.\-]+):(\d+):\d+:(\d+)\] "  # [host:pid:thread-index:tid]
 CANN_CODE = r"(?:^|detail:)(E[A-Z]\d{4})?(?::\s*)?\[PID: (\d+)\] (\d{4}-\d\d-\d\d)-(\d\d:\d\d:\d\d)\.(\d{3})\.(\d{3})"
 
@@ -42,14 +42,13 @@ def parse(df: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     ucx = BODY.str.extract_groups(UCX).struct.field
     router = BODY.str.extract_groups(ROUTER).struct.field
     df = df.with_columns(_e=err("3"), _c=code("2"), _uh=ucx("1"), _up=ucx("2"), _ut=ucx("3"),
-                         _rd=router("1"), _rt=router("2"), _rf=router("3"),
-                         _r=BODY.str.contains(ROUTER))
+                         _rd=router("1"), _rt=router("2"), _rf=router("3"), _rl=router("4"))
     source = (
         pl.when(pl.col("_e").is_not_null() | pl.col("_c").is_not_null())
         .then(pl.lit("cann"))
         .when(pl.col("_uh").is_not_null())
         .then(pl.lit("ucx"))
-        .when(pl.col("_r"))
+        .when(pl.col("_rl").is_not_null())
         .then(pl.lit("router"))
         .when(BODY.str.contains(UVICORN))
         .then(pl.lit("uvicorn"))
@@ -59,7 +58,7 @@ def parse(df: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
         .then(pl.lit("tqdm"))
     )
     df = df.with_columns(source=source)
-    scratch = ("_e", "_c", "_uh", "_up", "_ut", "_rd", "_rt", "_rf", "_r")
+    scratch = ("_e", "_c", "_uh", "_up", "_ut", "_rd", "_rt", "_rf", "_rl")
     bad = df.filter(pl.col("source").is_null()).drop("source", *scratch)
     good = df.filter(pl.col("source").is_not_null())
     cann_ts = pl.coalesce(

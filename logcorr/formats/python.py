@@ -22,9 +22,11 @@ _THREAD = r"^Thread (\d+) \((?:idle|active|gil)[^)]*\): "
 # faulthandler dump is the crash of some process: it opens a record of its own, unless the line
 # before (or the one before a blank line) ends with `:` and so announces it: `During handling of
 # the above exception, …:`, `The above exception was the direct cause …:`, SGLang 0.3's
-# `[… TP0] Exception in ModelTpServer:`, multiprocessing's `Process SpawnProcess-1:`.
+# `[… TP0] Exception in ModelTpServer:`, multiprocessing's `Process SpawnProcess-1:` - itself
+# an opener: a child process whose target raised prints it before its traceback, and exits.
+CHILD_DIED = r"Process [A-Za-z]\w*-\d+:\s*$"
 OPENS = (r"^(?:Traceback \(most recent call last\)|Exception in [\w.]+:\s*$"
-          r"|Fatal Python error: |Process [A-Za-z]\w*-\d+:\s*$)")
+         rf"|Fatal Python error: |{CHILD_DIED})")
 CHAINS = r":$"
 _TRACEBACK_STARTS = (
     "Traceback (most recent call last)",

@@ -78,6 +78,7 @@ def fast_rows(text: pl.Series) -> pl.DataFrame:
     unranked = pl.when(pl.col("_ok") & ~pl.col("_ranked")).then(t)
     main = unranked.str.contains(_MAIN_PROOF)
     pyspy = ranked.str.contains(_PYSPY_HINT)
+    dumped = as_int(pl.when(pyspy).then(ranked).str.extract(_PYSPY, 1), pl.Int64())
     when = pl.when(pl.col("_ok"))
     return df.select(
         "_ok",
@@ -89,9 +90,8 @@ def fast_rows(text: pl.Series) -> pl.DataFrame:
         .when(pl.col("_ok") & pl.col("_encoder")).then(pl.lit("encoder"))
         .when(main).then(pl.lit("main")).alias("role"),
         pl.when(main & unranked.str.contains(_SERVER_ARGS)).then(True).alias("server_args"),
-        as_int(pl.when(pyspy).then(ranked).str.extract(_PYSPY, 1), pl.Int64()).alias(
-            "link_pid"),
-        as_int(pl.when(pyspy).then(ranked).str.extract(_PYSPY, 1), pl.Int64()).alias("pid"),
+        dumped.alias("link_pid"),
+        dumped.alias("pid"),
         *(when.then(pl.col(name)).alias(name) for name in _RANK_KEYS),
     )
 
@@ -192,6 +192,7 @@ def _finish(df: pl.DataFrame) -> pl.DataFrame:
     unranked = pl.when(~pl.col("_ranked")).then(BODY)
     main = unranked.str.contains(_MAIN_PROOF)
     pyspy = ranked.str.contains(_PYSPY_HINT)
+    dumped = as_int(pl.when(pyspy).then(ranked).str.extract(_PYSPY, 1), pl.Int64())
     return df.with_columns(
         source=pl.lit("sglang"),
         starts_record=pl.lit(True),
@@ -200,6 +201,6 @@ def _finish(df: pl.DataFrame) -> pl.DataFrame:
         .when(pl.col("_encoder")).then(pl.lit("encoder"))
         .when(main).then(pl.lit("main")),
         server_args=pl.when(main & unranked.str.contains(_SERVER_ARGS)).then(True),
-        link_pid=as_int(pl.when(pyspy).then(ranked).str.extract(_PYSPY, 1), pl.Int64()),
-        pid=as_int(pl.when(pyspy).then(ranked).str.extract(_PYSPY, 1), pl.Int64()),
+        link_pid=dumped,
+        pid=dumped,
     ).drop("_ranked", "_encoder")
