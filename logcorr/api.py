@@ -66,6 +66,7 @@ from logcorr.timeline import (
     Carry,
     Clock,
     clock_of,
+    first_dated_rows,
     complete_timestamps,
     fully_dated,
     next_carry,
@@ -325,8 +326,7 @@ def _parse_chunk(lines: pl.DataFrame, workspace: Workspace) -> _Parsed:
         compact(parsed.filter(pl.col("server_args").fill_null(False))
                 .select("file_id", "line", "text")),
         compact(parsed.filter(pl.col("_exc")).select("line", "part", "ts", *KEY_COLUMNS)),
-        parsed.filter(fully_dated()).group_by("file_id", maintain_order=True)
-        .agg(pl.col("ts").first().alias("_first")))
+        first_dated_rows(parsed))
 
 
 def _size(source: Source) -> int:

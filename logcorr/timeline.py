@@ -10,6 +10,11 @@ Rules:
 * Each file's own order is never changed: the sort key is the running maximum of the time within
   the file, so a line stamped earlier than the line above it stays below it. Ties across files
   (SGLang prints whole seconds) keep file order: file, then line, then part.
+* A line with no time of its own but a collector's or container runtime's zoned time (CRI,
+  `kubectl --timestamps`, Loki) takes that time in its file's local clock: the offset between
+  the zoned time and the line's own stamp on the file's first line that has both, rounded to a
+  quarter hour (else the set's one offset when its files agree; UTC when the set has no
+  dated line of its own; else no time).
 * `--clock-offset HOST=SECONDS` shifts the sort key of that host's lines (their printed `ts` is
   not changed).
 
@@ -37,8 +42,10 @@ _HALF_DAY = timedelta(hours=12)
 class Clock:
     """What completing a timestamp needs from the whole log set."""
 
-    first_dated: pl.DataFrame  # file_id -> _first: the file's first fully dated time
+    # file_id -> _first: the file's first fully dated time, _wofs: its wrapper clock offset
+    first_dated: pl.DataFrame
     overall: datetime | None  # the median fully dated time of the set
+    wrap_default: timedelta | None = None  # the wrapper offset of files without their own
 
 
 @dataclass(frozen=True)
@@ -50,11 +57,33 @@ class Carry:
     running: datetime | None  # the running maximum of its sort key so far
 
 
+_QUARTER_HOUR = 900
+
+
+def first_dated_rows(parsed: pl.DataFrame) -> pl.DataFrame:
+    """Per file of a parsed chunk: `_first`, its first fully dated time, and `_wofs`, the
+    seconds from a wrapper's zoned time to the line's own stamp on the first line with both
+    (a zone offset, so rounded to a quarter hour)."""
+    own = pl.col("ts") - pl.col("wrap_ts").dt.replace_time_zone(None)
+    seconds = (own.dt.total_seconds() / _QUARTER_HOUR).round() * _QUARTER_HOUR
+    return (parsed.filter(fully_dated()).group_by("file_id", maintain_order=True)
+            .agg(pl.col("ts").first().alias("_first"),
+                 seconds.cast(pl.Int64).drop_nulls().first().alias("_wofs")))
+
+
 def clock_of(first_dated: list[pl.DataFrame], overall: datetime | None) -> Clock:
-    """The Clock from per-chunk (file_id, _first) tables in chunk order."""
+    """The Clock from per-chunk `first_dated_rows` tables in chunk order."""
     table = (pl.concat(first_dated) if first_dated
-             else pl.DataFrame(schema={"file_id": pl.UInt32, "_first": pl.Datetime("us")}))
-    return Clock(table.group_by("file_id", maintain_order=True).first(), overall)
+             else pl.DataFrame(schema={"file_id": pl.UInt32, "_first": pl.Datetime("us"),
+                                       "_wofs": pl.Int64}))
+    table = table.group_by("file_id", maintain_order=True).agg(
+        pl.col("_first").first(), pl.col("_wofs").drop_nulls().first())
+    offsets = table.get_column("_wofs").drop_nulls().unique()
+    if offsets.len() == 1:
+        default: timedelta | None = timedelta(seconds=int(offsets[0]))
+    else:  # no own dates at all: the wrapper's UTC; files that disagree: no guess
+        default = timedelta(0) if overall is None and offsets.len() == 0 else None
+    return Clock(table, overall, default)
 
 
 def fully_dated() -> pl.Expr:
@@ -75,8 +104,9 @@ def complete_timestamps(frame: pl.DataFrame, clock: Clock, carry: Carry | None =
     (`carry` holds it across chunks), else the file's first, else the set's median."""
     full = fully_dated()
     dated = pl.when(full).then(pl.col("ts"))
-    firsts = frame.select("file_id").join(clock.first_dated, on="file_id", how="left",
-                                          maintain_order="left").get_column("_first")
+    of_file = frame.select("file_id").join(clock.first_dated, on="file_id", how="left",
+                                           maintain_order="left")
+    firsts = of_file.get_column("_first")
     reference = pl.coalesce(dated.forward_fill().over("file_id"),
                             _carried(carry, carry.last_dated if carry else None), pl.lit(firsts))
     if clock.overall is not None:
@@ -103,6 +133,14 @@ def complete_timestamps(frame: pl.DataFrame, clock: Clock, carry: Carry | None =
     if partial.any():
         guessed = frame.select("ts", "ts_has_date", "ts_has_year", "_ref").filter(partial)
         column = column.scatter(partial.arg_true(), guessed.select(ts_full).to_series())
+    wrapped = frame.get_column("wrap_ts")
+    if wrapped.null_count() < frame.height:
+        offset = of_file.get_column("_wofs").cast(pl.Int64)
+        if clock.wrap_default is not None:
+            offset = offset.fill_null(int(clock.wrap_default.total_seconds()))
+        local = (wrapped.dt.replace_time_zone(None).cast(pl.Datetime("us"))
+                 + (offset * 1_000_000).cast(pl.Duration("us")))
+        column = column.fill_null(local)
     return frame.with_columns(column).drop("_ref")
 
 

@@ -258,6 +258,31 @@ class TestWrappers:
         ray = row(timeline, "pod.log", 2)
         assert (ray["world_rank"], ray["pid"]) == (3, None)  # the actor's pid is not the writer's
 
+    def test_wrapper_time_in_the_file_clock(self, tmp_path: Path) -> None:
+        """A container runtime's zoned time gives a time to lines that print none (tracebacks,
+        NCCL), in the clock the file's own stamps use: here the CRI time is UTC and SGLang
+        prints UTC+8, learned from the first line that has both. A pod log with no stamp of
+        its own anywhere in the set keeps the runtime's UTC."""
+        logs = tmp_path / "logs"
+        write(logs, "pod0.log", [
+            "2025-07-24T23:53:08.217487080Z stderr F [2025-07-25 07:53:08 TP0] Scheduler hit "
+            "an exception: Traceback (most recent call last):",
+            '2025-07-24T23:53:08.300000000Z stderr F   File "/sgl/scheduler.py", line 2912',
+            "2025-07-24T23:53:09.5Z stderr F RuntimeError: boom",
+            "2025-07-24T23:53:10.000001Z stdout F node0:11:12 [0] NCCL INFO comm 0x1 rank 0 "
+            "nranks 2 cudaDev 0 busId 1000 - Abort COMPLETE",
+        ])
+        write(logs, "plain.log", ["[2025-07-25 07:53:09 TP1] Decode batch. #running-req: 1"])
+        timeline = analyze([logs], config=config(tmp_path, {"tp_size": 2})).timeline
+        assert [row(timeline, "pod0.log", n)["ts"] for n in range(1, 5)] == [
+            "2025-07-25T07:53:08", "2025-07-25T07:53:08.300", "2025-07-25T07:53:09.500",
+            "2025-07-25T07:53:10.000001"]
+        assert timeline.get_column("file").to_list() == [
+            "pod0.log", "pod0.log", "plain.log", "pod0.log", "pod0.log"]
+        other = tmp_path / "other"
+        write(other, "pod1.log", ["2025-07-24T23:53:09.5Z stderr F RuntimeError: boom"])
+        assert row(analyze([other]).timeline, "pod1.log", 1)["ts"] == "2025-07-24T23:53:09.500"
+
     def test_ray_actor_pid_is_not_a_scheduler_pid(self, tmp_path: Path) -> None:
         """slime#369 shape: an SGLang engine actor's schedulers all print under the actor's
         `(SGLangEngine pid=6680)`. One prefixed TP3 line under it does not make 6680 TP3's
