@@ -54,9 +54,12 @@ CASCADE_STEMS = ("Received sigquit", "SIGQUIT received", "crashed with exit code
 CHILD_DIED = rf"(?:^|[\s)\]]){python.CHILD_DIED}"
 TIMEOUT_STEMS = ("Watchdog caught collective operation timeout", "detected by watchdog at work",
                  "Timeout at NCCL work", "failure detected by watchdog")
-# torch's flight-recorder dump lines: the member saw a timeout (its own or a peer's); they carry
-# no progress of the group that hangs
-DUMP_STEMS = ("Received a dump signal", "preparing to dump debug info")
+# Lines by which a member says it saw a timeout (its own or a peer's) without the SeqNum it
+# reached: torch's flight-recorder dump lines, and what WorkNCCL::handleException prints when the
+# member's own work failed or timed out. They carry no progress of the group that hangs.
+DUMP_STEMS = ("Received a dump signal", "preparing to dump debug info",
+              "Some NCCL operations have failed or timed out",
+              "To avoid data inconsistency, we are taking the entire process down")
 # `{debug_name} watchdog timeout (self.watchdog_timeout=…)` (utils/watchdog.py: Scheduler,
 # DetokenizerManager, TokenizerManager, DataParallelController), older `Watchdog timeout (…)`
 SGLANG_WATCHDOG_STEMS = (" watchdog timeout (self.watchdog_timeout", "Watchdog timeout (self.watchdog_timeout")
@@ -482,8 +485,9 @@ def _hang(ctx: Context, topology: Topology, replica: int, group: str, members: t
                    f"timed out waiting on SeqNum {waited}; the missing participant is outside "
                    "these logs")
     if dumped:
-        summary += (f"; world rank(s) {sorted(procs[p] for p in dumped)} only dumped debug info "
-                    "after a timeout, so their progress is unknown")
+        summary += (f"; world rank(s) {sorted(procs[p] for p in dumped)} only reported a "
+                    "timeout without its SeqNum (a debug dump, or torch taking the process down), "
+                    "so their progress is unknown")
     evidence_rows = pl.DataFrame([{"file_id": r["file_id"], "line": r["line"]} for r in rows],
                                  schema={"file_id": pl.UInt32, "line": pl.UInt32})
     culprit_lines = ctx.events.filter(pl.col("proc").is_in(sorted(culprits))

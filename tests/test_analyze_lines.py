@@ -567,7 +567,33 @@ class TestRolesAndRecords:
         analysis = analyze([logs], config=config(tmp_path, {"tp_size": 8}))
         hang = next(f for f in analysis.findings if f.kind == "collective-hang")
         assert [p["world_rank"] for p in hang.processes] == [5]  # seen, and never timed out
-        assert "world rank(s) [2, 3, 6] only dumped debug info" in hang.summary
+        assert "world rank(s) [2, 3, 6] only reported a timeout without its SeqNum" in hang.summary
+
+    def test_a_member_whose_work_failed_is_no_culprit(self, tmp_path: Path) -> None:
+        """sglang#3424 shape: torch prints `To avoid data inconsistency…` and `Some NCCL
+        operations have failed or timed out…` only from WorkNCCL::handleException, after the
+        member's own work failed: ranks 2 and 4 were waiting too, not stuck before the
+        collective. Rank 5, seen but silent, is the one that never reached it."""
+        logs = tmp_path / "logs"
+        write(logs, "node0.log", [
+            "[rank2]:[E210 02:06:33.393455189 ProcessGroupNCCL.cpp:636] [Rank 2] To avoid data "
+            "inconsistency, we are taking the entire process down.",
+            "[rank0]:[E210 02:06:33.393862144 ProcessGroupNCCL.cpp:1595] [PG ID 2 PG GUID 3 "
+            "Rank 0] Process group watchdog thread terminated with exception: [Rank 0] Watchdog "
+            "caught collective operation timeout: WorkNCCL(SeqNum=1522789, OpType=_ALLGATHER_BASE,"
+            " NumelIn=298960, NumelOut=4783360, Timeout(ms)=600000) ran for 600093 milliseconds "
+            "before timing out.",
+            "[rank4]:[E210 02:06:33.400000000 ProcessGroupNCCL.cpp:630] [Rank 4] Some NCCL "
+            "operations have failed or timed out. Due to the asynchronous nature of CUDA kernels,"
+            " subsequent GPU operations might run on corrupted/incomplete data.",
+            "[2025-02-10 02:06:00 TP5] Decode batch. #running-req: 1",
+            "[2025-02-10 02:06:00 TP1] Decode batch. #running-req: 1",
+            "[2025-02-10 02:06:00 TP3] Decode batch. #running-req: 1",
+        ])
+        analysis = analyze([logs], config=config(tmp_path, {"tp_size": 6}))
+        hang = next(f for f in analysis.findings if f.kind == "collective-hang")
+        assert [p["world_rank"] for p in hang.processes] == [1, 3, 5]
+        assert "world rank(s) [2, 4] only reported a timeout without its SeqNum" in hang.summary
 
     def test_missing_processes_of_native_dp_name_their_replica(self, tmp_path: Path) -> None:
         """With native-DP replicas world ranks repeat: the missing list says whose."""
