@@ -29,7 +29,14 @@ from logcorr.config import (
     load_config,
     with_overrides,
 )
-from logcorr.diagnose import Context, Finding, diagnose, event_rows, merge_people
+from logcorr.diagnose import (
+    PROGRESS_STEMS,
+    Context,
+    Finding,
+    diagnose,
+    event_rows,
+    merge_people,
+)
 from logcorr.errors import ConfigError
 from logcorr.formats import parse
 from logcorr.ingest import Source, discover, empty_lines
@@ -100,6 +107,7 @@ class Tally:
     people: list[pl.DataFrame] = field(default_factory=list)
     last: list[pl.DataFrame] = field(default_factory=list)
     events: list[pl.DataFrame] = field(default_factory=list)
+    progress: list[pl.DataFrame] = field(default_factory=list)  # proc, ts_full of batch lines
 
     def add(self, frame: pl.DataFrame, files_with_nodes: list[int]) -> None:
         """Count one sorted chunk of the run frame."""
@@ -121,6 +129,12 @@ class Tally:
             pl.len(), *(pl.col(c).first() for c in (*COORDINATES, *SORT_COLUMNS)))))
         self.last.append(known.filter(pl.col("ts_full").is_not_null()).group_by("proc").agg(
             pl.col("ts_full").max(), *(pl.col(c).last() for c in SORT_COLUMNS)))
+        batches = frame.select(pl.col("text").str.contains_any(PROGRESS_STEMS)
+                               & pl.col("proc").is_not_null()
+                               & pl.col("ts_full").is_not_null()).to_series()
+        if batches.any():
+            self.progress.append(frame.filter(batches).group_by("proc").agg(
+                pl.col("ts_full").max()))
 
 
 @dataclass
@@ -263,7 +277,7 @@ def analyze(
         report("diagnosing", 0, 1)
         context = Context(_lazy_rows(runs), topology, {s.file_id: s.display for s in sources},
                           merge_people(tally.people), _stack(tally.events),
-                          _last_lines(tally.last))
+                          _last_lines(tally.last), _progress_times(tally.progress))
         findings = diagnose(context, contradictions)
     except BaseException:
         workspace.close()
@@ -471,6 +485,14 @@ def _last_lines(parts: list[pl.DataFrame]) -> pl.DataFrame:
                                     "file_id": pl.UInt32, "line": pl.UInt32})
     return (frame.sort(SORT_COLUMNS).group_by("proc")
             .agg(pl.col("ts_full").max(), pl.col("file_id").last(), pl.col("line").last()))
+
+
+def _progress_times(parts: list[pl.DataFrame]) -> pl.DataFrame:
+    """proc -> the time of its latest batch-statistics line."""
+    frame = _stack(parts)
+    if frame.height == 0:
+        return pl.DataFrame(schema={"proc": pl.UInt32, "ts_full": pl.Datetime("us")})
+    return frame.group_by("proc").agg(pl.col("ts_full").max())
 
 
 @dataclass(frozen=True)

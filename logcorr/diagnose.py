@@ -39,8 +39,14 @@ from logcorr.topology import Topology
 SEVERITIES = ("error", "warning", "info")
 
 # Event stems, tested with literal `contains` on the text (cheap, vectorised).
+# (`CUDA error:` with its colon: a model-config warning says "may lead to … CUDA errors")
 CRASH_STEMS = ("hit an exception", "Fatal Python error", "illegal memory access",
-               "CUDA error", "terminate called after throwing", "died during initialization",
+               "CUDA error:", "CUDA Error:", "terminate called after throwing",
+               "died during initialization", "scheduler is dead",
+               # the main process / DP controller / node launcher saw a child die
+               "crashed with exit code", "Scheduler or DataParallelController",
+               # torch's heartbeat monitor: the process's NCCL watchdog thread itself got stuck
+               "Heartbeat monitor timed out", "due to ProcessGroupNCCL watchdog hang",
                "NCCL error", "ncclSystemError", "ncclInternalError", "ncclUnhandledCudaError",
                # a native crash caught by UCX (NIXL / Mooncake), and Ascend NPU device errors
                "] Caught signal ", "NPU function error", "Kernel task happen error",
@@ -75,6 +81,9 @@ PHASES = (
 ALL_STEMS = tuple(sorted({*CRASH_STEMS, *CASCADE_STEMS, *TIMEOUT_STEMS, *SGLANG_WATCHDOG_STEMS,
                           *DUMP_STEMS, "Pyspy dump", "NCCL WARN",
                           *(stem for _, begins, ends in PHASES for stem in begins + ends)}))
+# Lines a serving scheduler prints while it makes progress (only the ranks that print batch
+# statistics: attention-TP rank 0 of each DP rank, and only while they have requests)
+PROGRESS_STEMS = ["] Decode batch", "] Prefill batch"]
 STALL_SECONDS = 120.0
 SKEW_SECONDS = 2.0
 
@@ -119,6 +128,7 @@ class Context:
     people: dict[int, dict[str, Any]]  # proc -> full coordinates + host + pid
     events: pl.DataFrame = field(default_factory=pl.DataFrame)
     last: pl.DataFrame = field(default_factory=pl.DataFrame)
+    progress: pl.DataFrame = field(default_factory=pl.DataFrame)  # proc -> last batch line time
 
     def __post_init__(self) -> None:
         if self.events.height == 0:
@@ -235,20 +245,31 @@ def crash_findings(ctx: Context) -> list[Finding]:
     and the SIGQUIT cascade hang off it."""
     rows = ctx.events
     fatal = rows.filter((_contains_any(CRASH_STEMS) | pl.col("text").str.contains(CHILD_DIED))
-                        & ~pl.col("text").str.contains("NCCL WARN", literal=True))
+                        & ~pl.col("text").str.contains("NCCL WARN", literal=True)
+                        & ~pl.col("text").str.contains(_CLEAN_EXIT))
+    fatal = _named_by_pid(ctx, fatal.filter(~_timeout_abort(rows, fatal)))
     crash = fatal.filter(pl.col("proc").is_not_null())
     unnamed = fatal.filter(pl.col("proc").is_null()).sort("order")
     if crash.height == 0:
         return _unnamed_crash(ctx, unnamed)
-    firsts = crash.group_by("proc").agg(pl.all().sort_by("order").first()).sort("order")
+    firsts = crash.group_by("proc").agg(pl.all().sort_by("order").first())
+    # in one second (SGLang prints whole seconds) a victim's line does not make it the root
+    second = pl.col("ts_full").dt.truncate("1s")
+    firsts = firsts.join(_victims(crash), on="proc", how="left").with_columns(
+        _tie=pl.when(second.is_null()).then(pl.col("order"))
+        .otherwise(pl.col("order").min().over(second))
+    ).sort("_tie", pl.col("_victim").fill_null(False), "order").drop("_victim", "_tie")
     root = firsts.row(0, named=True)
+    earlier = unnamed.filter(pl.col("order") < root["order"])
+    if earlier.height and earlier["role"][0] not in (None, "scheduler"):
+        # the detokenizer, tokenizer manager or DP controller failed before any scheduler
+        return _unnamed_crash(ctx, earlier, waiting=firsts["proc"].to_list())
     cascade = _cascade_after(ctx, root)
     later = firsts.slice(1)
     record = _record(ctx.rows, root)  # one read of the runs for both uses
     detail = _exception_text(record, root)
     proc_text = _short(ctx.people.get(root["proc"], {}))
     summary = f"{proc_text} failed first: {detail}"
-    earlier = unnamed.filter(pl.col("order") < root["order"])
     if earlier.height:
         where = ctx.cite(earlier.head(1))[0]
         summary += (f" (but {earlier.height} fatal line(s) before it name no process, the "
@@ -268,10 +289,12 @@ def crash_findings(ctx: Context) -> list[Finding]:
                     waiting=ctx.who(later["proc"].to_list()))]
 
 
-def _unnamed_crash(ctx: Context, unnamed: pl.DataFrame) -> list[Finding]:
+def _unnamed_crash(ctx: Context, unnamed: pl.DataFrame, waiting: list[int] | None = None
+                   ) -> list[Finding]:
     """A fatal line that no evidence ties to a scheduler (`terminate called …` in a file many
     processes write to, or a crash of the main process): reported without a culprit, rather
-    than not at all or pinned on the process whose line happened to come before it."""
+    than not at all or pinned on the process whose line happened to come before it.
+    `waiting`: schedulers that failed after it."""
     if unnamed.height == 0:
         return []
     first = unnamed.row(0, named=True)
@@ -284,6 +307,8 @@ def _unnamed_crash(ctx: Context, unnamed: pl.DataFrame) -> list[Finding]:
         detail += " " + str(what["text"][0]).strip()
     cascade = _cascade_after(ctx, first)
     summary = f"{who} crashed: {detail[:300]}"
+    if waiting:
+        summary += f"; {len(waiting)} scheduler(s) failed after it"
     summary += _CASCADE_NOTE if cascade.height else ""
     evidence = ctx.cite(pl.concat([unnamed.head(1).select("file_id", "line"),
                                    what.select("file_id", "line"),
@@ -291,7 +316,56 @@ def _unnamed_crash(ctx: Context, unnamed: pl.DataFrame) -> list[Finding]:
     return [Finding("crash", "error", summary, first_ts=_iso(first["ts_full"]),
                     last_ts=_iso(_last_ts(pl.concat([unnamed.head(1).select("ts_full"),
                                                      cascade.select("ts_full")]))),
-                    evidence=evidence)]
+                    evidence=evidence, waiting=ctx.who(waiting or []))]
+
+
+# `Scheduler or DataParallelController 7002 terminated with 0`: a clean exit
+_CLEAN_EXIT = r"terminated with 0\s*$"
+# what a process prints when a peer failed first: it is a victim of that failure
+_VICTIM = (r"remote process exited|communicator was aborted|Connection reset by peer"
+           r"|ncclRemoteError|Connection closed by peer|Broken pipe")
+# the child the main process / DP controller / launcher saw die, by its PID
+_DEAD_PID = r"(?:\(pid=|DataParallelController )(\d+)\)? (?:crashed|terminated)"
+
+
+def _timeout_abort(events: pl.DataFrame, fatal: pl.DataFrame) -> pl.Series:
+    """Fatal rows that are torch taking a process down after a collective timeout (`terminate
+    called …` followed by a `what():` that holds the watchdog's timeout): a symptom of the
+    hang, which the hang finding explains, not a crash of their own."""
+    timeouts = events.filter(_contains_any(TIMEOUT_STEMS)).select(
+        "file_id", (pl.col("line") - 1).alias("line"), pl.lit(True).alias("_timeout"))
+    own = fatal.select(_contains_any(TIMEOUT_STEMS)).to_series()
+    after = fatal.select("file_id", "line").join(
+        timeouts.unique(), on=["file_id", "line"], how="left", maintain_order="left"
+    ).get_column("_timeout").fill_null(False)
+    primary = fatal.select(_contains_any(("illegal memory access", "CUDA error:",
+                                          "CUDA Error:"))).to_series()
+    return (own | after) & ~primary
+
+
+def _named_by_pid(ctx: Context, fatal: pl.DataFrame) -> pl.DataFrame:
+    """Unnamed `Subprocess scheduler_2 (pid=41233) crashed …` / `… DataParallelController 7002
+    terminated with -9` lines take the process whose PID that is (when one process has it)."""
+    by_pid: dict[int, list[int]] = {}
+    for proc, person in ctx.people.items():
+        if person.get("pid") is not None:
+            by_pid.setdefault(int(person["pid"]), []).append(proc)
+    unique = {pid: procs[0] for pid, procs in by_pid.items() if len(procs) == 1}
+    if not unique or fatal.height == 0:
+        return fatal
+    table = pl.DataFrame({"_pid": list(unique), "_proc": list(unique.values())},
+                         schema={"_pid": pl.Int64, "_proc": pl.UInt32})
+    found = fatal.with_columns(pl.col("text").str.extract(_DEAD_PID, 1).cast(pl.Int64,
+                                                                               strict=False)
+                               .alias("_pid")).join(table, on="_pid", how="left",
+                                                    maintain_order="left")
+    return found.with_columns(pl.coalesce("proc", "_proc").alias("proc")).drop("_pid", "_proc")
+
+
+def _victims(crash: pl.DataFrame) -> pl.DataFrame:
+    """proc -> whether its fatal lines say a peer failed first (`remote process exited`, …)."""
+    return crash.group_by("proc").agg(pl.col("text").str.contains(_VICTIM).any()
+                                      .alias("_victim"))
 
 
 _CASCADE_NOTE = "; the SIGQUIT/kill cascade that followed is attached"
@@ -376,17 +450,23 @@ def _short(person: dict[str, Any]) -> str:
 # --------------------------------------------------------------------------- hangs
 
 
-def _group_name(desc: str | None, pg_rank: int | None, person: dict[str, Any]) -> str | None:
-    """SGLang group of a torch PG line: from its description (`tp:device`), else the group
-    whose rank the PG rank equals (tp first)."""
+def _group_name(topology: Topology, desc: str | None, pg_rank: int | None,
+                world_rank: int | None) -> str | None:
+    """SGLang group of a torch PG line: from its description (`tp:device`). Without one (SGLang
+    before 0.5.20 names no group), only when every group in which the process has rank
+    `pg_rank` has the same members (e.g. pure TP, where tp, world and the MoE groups coincide);
+    else unknown (rank 0 of tp is rank 0 of pp and of the world too)."""
     if desc:
         name = desc.split(":")[0]
         return "world" if name == "default_pg" else name
-    if pg_rank is not None and pg_rank == person.get("tp_rank"):
-        return "tp"
-    if pg_rank is not None and pg_rank == person.get("world_rank"):
-        return "world"
-    return None
+    if pg_rank is None or world_rank is None:
+        return None
+    fits = {name: members for name in topology.groups  # (one-member groups never wait)
+            if 1 < len(members := topology.group_instance(name, world_rank))
+            and pg_rank < len(members) and members[pg_rank] == world_rank}
+    if len(set(fits.values())) != 1:
+        return None
+    return "tp" if "tp" in fits else next(iter(fits))
 
 
 def hang_findings(ctx: Context, crashed: set[int]) -> list[Finding]:
@@ -395,16 +475,39 @@ def hang_findings(ctx: Context, crashed: set[int]) -> list[Finding]:
         return []
     timeouts = ctx.events.filter(_contains_any(TIMEOUT_STEMS) & pl.col("proc").is_not_null())
     instances: dict[tuple[int, str, tuple[int, ...]], list[dict[str, Any]]] = {}
+    unknown: list[dict[str, Any]] = []
     for row in timeouts.iter_rows(named=True):
         person = ctx.people.get(row["proc"])
-        group = _group_name(row["pg_desc"], row["pg_rank"], person or {})
+        group = _group_name(ctx.topology, row["pg_desc"], row["pg_rank"],
+                            (person or {}).get("world_rank"))
         if person is None or group is None or group not in ctx.topology.groups:
+            unknown.append(row)
             continue
         members = ctx.topology.group_instance(group, person["world_rank"])
         instances.setdefault((person["replica"], group, members), []).append(row)
     findings = [_hang(ctx, ctx.topology, replica, group, members, rows, crashed)
                 for (replica, group, members), rows in sorted(instances.items())]
+    if unknown and not findings:
+        findings.append(_unplaced_timeouts(ctx, unknown))
     return findings + _replica_blind_hangs(ctx, ctx.topology)
+
+
+def _unplaced_timeouts(ctx: Context, rows: list[dict[str, Any]]) -> Finding:
+    """Collective timeouts whose group is unknown (a PG line without a description whose rank
+    fits several groups): reported, with who timed out, but with no culprit."""
+    procs = sorted({r["proc"] for r in rows})
+    seqs = sorted({r["seq"] for r in rows if r["seq"] is not None})
+    times = [r["ts_full"] for r in rows if r["ts_full"]]
+    summary = (f"{len(procs)} process(es) timed out in a collective"
+               + (f" (SeqNum {', '.join(map(str, seqs[:4]))})" if seqs else "")
+               + "; the lines do not name the group (SGLang before 0.5.20 gives torch no group"
+               " description), so the member that never reached it cannot be told")
+    evidence = ctx.cite(pl.DataFrame([{"file_id": r["file_id"], "line": r["line"]} for r in rows],
+                                     schema={"file_id": pl.UInt32, "line": pl.UInt32}), 12)
+    return Finding("collective-hang", "error", summary, seq=seqs[-1] if seqs else None,
+                   first_ts=_iso(min(times, default=None)),
+                   last_ts=_iso(max(times, default=None)), evidence=evidence,
+                   waiting=ctx.who(procs))
 
 
 def _replica_blind_hangs(ctx: Context, topology: Topology) -> list[Finding]:
@@ -419,8 +522,7 @@ def _replica_blind_hangs(ctx: Context, topology: Topology) -> list[Finding]:
     instances: dict[tuple[str, tuple[int, ...]], list[dict[str, Any]]] = {}
     for row in blind.iter_rows(named=True):
         world = row["torch_rank"]
-        group = _group_name(row["pg_desc"], row["pg_rank"],
-                            {"tp_rank": world % topology.sizes.tp, "world_rank": world})
+        group = _group_name(topology, row["pg_desc"], row["pg_rank"], world)
         if group in topology.groups:
             instances.setdefault((group, topology.group_instance(group, world)), []).append(row)
     stuck = ctx.events.filter(pl.col("proc").is_not_null()
@@ -461,8 +563,16 @@ def _hang(ctx: Context, topology: Topology, replica: int, group: str, members: t
         (p["last_enqueued"] is not None and p["last_enqueued"] < waited)
         or (p["seq"] is not None and p["seq"] < waited))}
     unseen = {p for p in procs if p not in ctx.people}  # no line at all: its log is missing
-    dumped = set(ctx.events.filter(_contains_any(DUMP_STEMS) & pl.col("proc").is_in(list(procs)))
-                 .get_column("proc").to_list()) - reported
+    dumps = ctx.events.filter(_contains_any(DUMP_STEMS) & pl.col("proc").is_in(list(procs)))
+    dumped = set(dumps.get_column("proc").to_list()) - reported
+    # a dump line that gives the member's counters (`Last enqueued NCCL work: 40`) shows it
+    # behind when it never enqueued the SeqNum the others wait on (-1: no work in that PG)
+    lagging = {int(r["proc"]) for r in dumps.filter(pl.col("last_enqueued") >= 0)
+               .iter_rows(named=True)
+               if waited is not None and r["last_enqueued"] < waited and r["proc"] in dumped
+               and _group_name(topology, r["pg_desc"], r["pg_rank"], procs[r["proc"]]) == group}
+    behind |= lagging
+    dumped -= lagging
     silent = set(procs) - reported - unseen - dumped
     culprits = behind | silent
     waiting = reported - behind
@@ -644,21 +754,27 @@ def watchdog_findings(ctx: Context, earlier: list[Finding]) -> list[Finding]:
         _unnamed(first.get("role")))
     text = str(first["text"])
     timeout = _WATCHDOG_TIMEOUT.search(text)
-    summary = (f"SGLang's watchdog fired on {who}: its loop made no progress for longer than "
-               f"{'watchdog_timeout=' + timeout.group(1) + ' s' if timeout else 'the watchdog timeout'}"
-               " (the process hung)")
+    # a soft watchdog (`self.soft=True`) only dumps state; the process may go on
+    soft = bool(fired.select(pl.col("text").str.contains("self.soft=True", literal=True)
+                             .all()).item())
+    limit = f"watchdog_timeout={timeout.group(1)} s" if timeout else "the watchdog timeout"
+    summary = (f"SGLang's {'soft ' if soft else ''}watchdog fired on {who}: its loop made no "
+               f"progress for longer than {limit}"
+               + (" (a slow step: a soft watchdog only dumps state, and the process may have "
+                  "gone on)" if soft else " (the process hung)"))
     summary += _CASCADE_NOTE if cascade.height else ""
     times = fired.get_column("ts_full").drop_nulls()
     evidence = ctx.cite(pl.concat([fired.select("file_id", "line"),
                                    cascade.select("file_id", "line")]), limit=12)
-    return [Finding("watchdog-timeout", "error", summary, people,
+    return [Finding("watchdog-timeout", "warning" if soft else "error", summary, people,
                     first_ts=_iso(times.min()) if times.len() else None,  # type: ignore[arg-type]
                     last_ts=_iso(times.max()) if times.len() else None,  # type: ignore[arg-type]
                     evidence=evidence)]
 
 
 def stalled_findings(ctx: Context, earlier: list[Finding]) -> list[Finding]:
-    """Processes whose last line is far older than their TP peers', with no other finding."""
+    """Processes that printed batch statistics and went quiet long before their TP peers'
+    latest batch line, with no other finding."""
     if ctx.topology is None:
         return []
     explained = {(p["replica"], p["world_rank"]) for f in earlier for p in f.processes + f.waiting}
@@ -667,16 +783,18 @@ def stalled_findings(ctx: Context, earlier: list[Finding]) -> list[Finding]:
                   for r in range(ctx.topology.sizes.replicas)}
     last_of = {int(p): (t, f, n) for p, t, f, n in
                ctx.last.select("proc", "ts_full", "file_id", "line").iter_rows()}
+    progress = ({int(p): t for p, t in ctx.progress.select("proc", "ts_full").iter_rows()}
+                if ctx.progress.height else {})
     findings = []
     for proc, (ts, file_id, line) in sorted(last_of.items()):
         person = ctx.people[proc]
-        if (person["replica"], person["world_rank"]) in explained:
-            continue
+        if proc not in progress or (person["replica"], person["world_rank"]) in explained:
+            continue  # (a rank that prints no batch lines is quiet by design)
         world = ctx.topology.sizes.world
-        peers = [last_of[person["replica"] * world + w]
+        peers = [progress[person["replica"] * world + w]
                  for w in ctx.topology.group_instance("tp", person["world_rank"])
-                 if person["replica"] * world + w in last_of]
-        newest = max(t for t, _, _ in peers)
+                 if person["replica"] * world + w in progress]
+        newest = max(peers)
         if (newest - ts).total_seconds() > STALL_SECONDS:
             findings.append(Finding(
                 "stalled", "warning",

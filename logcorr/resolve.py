@@ -488,8 +488,9 @@ _ROLE_STEMS = (("DataParallelController hit an exception", "dp_controller"),
                    "] Memory pool end", "] Capture cuda graph begin", "] Capture cuda graph end",
                    "] Decode batch", "] Prefill batch", "] max_total_num_tokens=",
                    "] Init torch distributed begin", "] Init torch distributed ends",
-                   "] Scheduler watchdog timeout", "] Watchdog timeout (self.watchdog_timeout",
-                   "] Pyspy dump for PID ", "] Pyspy failed to dump PID ")))
+                   "] Scheduler watchdog timeout", "] Watchdog timeout (self.watchdog_timeout")))
+# (not py-spy dumps: every process's watchdog dumps itself in 0.5.23, and the main process
+# dumps the schedulers before a crash)
 
 
 def _stem_roles(frame: pl.DataFrame) -> pl.DataFrame:

@@ -182,8 +182,8 @@ class TestNcclAndTorch:
             (3, "file"), (None, None), (None, None), (None, None), (3, "torch-rank")]
         assert {r["why"] for r in console[1:4]} == {"group rank not the file's process"}
         assert [row(timeline, "rank1.log", n)["world_rank"] for n in range(1, 5)] == [1] * 4
-        crash = next(f for f in analysis.findings if f.kind == "crash")
-        assert "SIGQUIT" not in crash.summary  # "watchdog thread terminated with" is no cascade
+        # torch taking the processes down after the timeout is the hang's symptom, not a crash
+        assert [f.kind for f in analysis.findings if f.severity == "error"] == ["collective-hang"]
 
 
     def test_plain_print_in_a_shared_file_is_nobody_s_continuation(self, tmp_path: Path
@@ -522,12 +522,24 @@ class TestRolesAndRecords:
         assert row(analysis.timeline, "server.log", 2)["world_rank"] == 3
         assert [row(analysis.timeline, "server.log", n)["world_rank"] for n in (3, 4, 5)] == [
             None, None, None]
+        # the abort is torch taking a process down after its collective timed out: the hang's
+        # symptom (c10d's watchdog), not a crash of its own
+        assert [f.kind for f in analysis.findings if f.kind == "crash"] == []
+        hang = next(f for f in analysis.findings if f.kind == "collective-hang")
+        assert [p["world_rank"] for p in hang.waiting] == [3]
+
+    def test_cpp_terminate_on_a_cuda_fault_is_a_crash(self, tmp_path: Path) -> None:
+        """The same abort whose `what()` is a CUDA fault the watchdog found is a crash."""
+        logs = tmp_path / "logs"
+        write(logs, "server.log", [
+            "terminate called after throwing an instance of 'c10::DistBackendError'",
+            "  what():  [PG ID 2 PG GUID 3(tp:device) Rank 5] Process group watchdog thread "
+            "terminated with exception: CUDA error: an illegal memory access was encountered",
+        ])
+        analysis = analyze([logs], config=config(tmp_path, {"tp_size": 8}))
         crash = [f for f in analysis.findings if f.kind == "crash"]
-        assert len(crash) == 1 and crash[0].processes == []
-        assert crash[0].summary.startswith("a process that no line identifies crashed: "
-                                           "terminate called after throwing")
-        assert "[PG 3 Rank 5]" in crash[0].summary
-        assert [e["line"] for e in crash[0].evidence] == [3, 4, 6]
+        assert len(crash) == 1 and [p["world_rank"] for p in crash[0].processes] == [5]
+        assert "failed first: terminate called after throwing" in crash[0].summary
 
     def test_unnamed_crash_of_the_main_process_names_its_exception(
             self, tmp_path: Path) -> None:
@@ -808,3 +820,203 @@ def test_progress_bar_is_not_a_continuation(tmp_path: Path) -> None:
     assert row(timeline, "node0.log", 3)["source"] == "tqdm"
     assert row(timeline, "node0.log", 3)["world_rank"] is None
     assert row(timeline, "node0.log", 4)["world_rank"] == 1
+
+
+def _decode(ranks: range, second: int, prefix: str = "") -> list[str]:
+    return [f"[2026-01-10 10:00:{second:02d} {prefix}TP{r}] Decode batch, #running-req: 12, "
+            "#token: 3456, token usage: 0.05, gen throughput (token/s): 512.30, #queue-req: 0"
+            for r in ranks]
+
+
+class TestDiagnosisOfSGLangMessages:
+    """SGLang's own crash, watchdog and shutdown messages (0.5.9-0.5.23 code) and torch's."""
+
+    def test_a_warning_about_cuda_errors_is_no_crash(self, tmp_path: Path) -> None:
+        """model_config.py warns that a context length "may lead to … CUDA errors" on every
+        rank; the crash is TP2's."""
+        logs = tmp_path / "logs"
+        write(logs, "s.log", [
+            *(f"[2026-01-09 09:59:10 TP{r}] Warning: User-specified context_length (262144) is "
+              "greater than the derived context_length (131072). This may lead to incorrect "
+              "model outputs or CUDA errors." for r in range(4)),
+            *_decode(range(4), 0),
+            "[2026-01-10 10:00:20 TP2] Scheduler hit an exception: Traceback (most recent call "
+            "last):",
+            "RuntimeError: Decode out of memory. Try to lower your batch size.",
+        ])
+        crash = [f for f in analyze([logs], config=config(tmp_path, {"tp_size": 4})).findings
+                 if f.kind == "crash"]
+        assert [[p["world_rank"] for p in f.processes] for f in crash] == [[2]]
+
+    def test_a_crash_of_the_detokenizer_before_the_schedulers_is_the_root(
+            self, tmp_path: Path) -> None:
+        logs = tmp_path / "logs"
+        write(logs, "node0.log", [
+            "[2026-01-10 10:00:20] DetokenizerManager hit an exception: Traceback (most recent "
+            "call last):",
+            "UnicodeDecodeError: 'utf-8' codec can't decode byte 0xe4 in position 0",
+        ])
+        write(logs, "node1.log", [
+            "[2026-01-10 10:00:26 DP2 TP4 EP4] Scheduler hit an exception: Traceback (most "
+            "recent call last):",
+            "torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/"
+            "NCCLUtils.hpp:317, remote process exited or there was a network error",
+        ])
+        analysis = analyze([logs], config=config(tmp_path, {
+            "tp_size": 8, "dp_size": 4, "enable_dp_attention": True, "ep_size": 8,
+            "moe_a2a_backend": "deepep", "nnodes": 2}))
+        crash = next(f for f in analysis.findings if f.kind == "crash")
+        assert crash.processes == [] and [p["world_rank"] for p in crash.waiting] == [4]
+        assert crash.summary.startswith("the detokenizer process crashed: UnicodeDecodeError")
+
+    def test_in_one_second_the_victim_is_not_the_root(self, tmp_path: Path) -> None:
+        """SGLang stamps whole seconds: TP0's `remote process exited` and TP2's illegal memory
+        access share 10:00:20, and TP0's file sorts first; the root is TP2's fault."""
+        logs = tmp_path / "logs"
+        write(logs, "rank0.log", [
+            "[2026-01-10 10:00:20 TP0] Scheduler hit an exception: Traceback (most recent call "
+            "last):",
+            "torch.distributed.DistBackendError: NCCL error in: NCCLUtils.hpp:317, remote process"
+            " exited or there was a network error",
+        ])
+        write(logs, "rank2.log", [
+            "[2026-01-10 10:00:20 TP2] Scheduler hit an exception: Traceback (most recent call "
+            "last):",
+            "RuntimeError: CUDA error: an illegal memory access was encountered",
+        ])
+        crash = next(f for f in analyze([logs], config=config(tmp_path, {"tp_size": 4})).findings
+                     if f.kind == "crash")
+        assert [p["world_rank"] for p in crash.processes] == [2]
+        assert [p["world_rank"] for p in crash.waiting] == [0]
+
+    def test_ranks_that_print_no_batch_lines_are_not_stalled(self, tmp_path: Path) -> None:
+        """Only the statistics rank prints `Decode batch`: TP1-3 fall quiet after startup in a
+        healthy run. A rank whose watchdog fired is not a reason to call its peers stalled."""
+        logs = tmp_path / "logs"
+        write(logs, "s.log", [
+            *(f"[2026-01-10 10:00:30 TP{r}] Capture cuda graph end. Time elapsed: 10.00 s"
+              for r in range(4)),
+            *(line for minute in range(1, 10) for line in [
+                f"[2026-01-10 10:0{minute}:00 TP0] Decode batch, #running-req: 1"]),
+        ])
+        analysis = analyze([logs], config=config(tmp_path, {"tp_size": 4}))
+        assert [f.kind for f in analysis.findings] == []
+        write(logs, "s.log", [
+            *_decode(range(4), 0),
+            "[2026-01-10 10:05:10 TP3] Scheduler watchdog timeout (self.watchdog_timeout=300, "
+            "self.soft=False)",
+        ])
+        analysis = analyze([logs], config=config(tmp_path, {"tp_size": 4}))
+        assert [f.kind for f in analysis.findings] == ["watchdog-timeout"]
+
+    def test_a_soft_watchdog_is_a_warning(self, tmp_path: Path) -> None:
+        logs = tmp_path / "logs"
+        write(logs, "s.log", [
+            *_decode(range(4), 0),
+            "[2026-01-10 10:00:12 TP1] Scheduler watchdog timeout (self.watchdog_timeout=10.0, "
+            "self.soft=True)",
+            *_decode(range(4), 30),
+        ])
+        found = analyze([logs], config=config(tmp_path, {"tp_size": 4})).findings
+        assert [(f.kind, f.severity) for f in found] == [("watchdog-timeout", "warning")]
+        assert "soft watchdog" in found[0].summary
+
+    def test_a_child_killed_by_a_signal_is_a_crash(self, tmp_path: Path) -> None:
+        """`Subprocess scheduler_2 (pid=…) crashed with exit code -9` with no traceback of its
+        own (the OOM killer): a crash, named through the PID when a line gave it."""
+        logs = tmp_path / "logs"
+        write(logs, "s.log", [
+            *_decode(range(4), 0),
+            "[2026-01-10 10:00:21] Subprocess scheduler_2 (pid=41233) crashed with exit code -9."
+            " Triggering SIGQUIT for cleanup...",
+            "[2026-01-10 10:00:21] SIGQUIT received. signum=3, frame=<frame at 0x7f>. It usually "
+            "means one child failed.",
+            "[2026-01-10 10:00:22] Scheduler or DataParallelController 41230 terminated with 0",
+        ])
+        analysis = analyze([logs], config=config(tmp_path, {"tp_size": 4}))
+        crash = next(f for f in analysis.findings if f.kind == "crash")
+        assert crash.processes == [] and "crashed with exit code -9" in crash.summary
+        assert row(analysis.timeline, "s.log", 6)["role"] == "main"
+        write(logs, "pyspy.log", [
+            "[2026-01-10 09:59:00 TP2] Pyspy dump for PID 41233 (py-spy dump --native --pid "
+            "41233):"])
+        crash = next(f for f in analyze([logs], config=config(tmp_path, {"tp_size": 4})).findings
+                     if f.kind == "crash")
+        assert [p["world_rank"] for p in crash.processes] == [2]
+
+    def test_py_spy_dump_is_not_a_scheduler_line_by_itself(self, tmp_path: Path) -> None:
+        """0.5.23's detokenizer watchdog dumps its own PID: the title names the process."""
+        logs = tmp_path / "logs"
+        write(logs, "s.log", [
+            "[2026-01-10 10:00:40] Pyspy dump for PID 6100 (py-spy dump --native --pid 6100):",
+            "Process 6100: sglang::detokenizer",
+            'Thread 6100 (idle): "MainThread"',
+            # a scheduler's own watchdog dumps its own PID (0.5.23's failure messages)
+            "[2026-01-10 10:00:41 TP0] Pyspy failed (py-spy dump --native --pid 6101). Error: x",
+            "[2026-01-10 10:00:42 TP0] All pyspy dump attempts failed for PID 6101.",
+        ])
+        timeline = analyze([logs], config=config(tmp_path, {"tp_size": 1})).timeline
+        assert [row(timeline, "s.log", n)["world_rank"] for n in range(1, 4)] == [None] * 3
+        assert row(timeline, "s.log", 2)["role"] == "detokenizer"
+        assert [row(timeline, "s.log", n)["pid"] for n in (4, 5)] == [6101, 6101]
+
+    def test_a_member_whose_dump_shows_it_behind_is_the_culprit(self, tmp_path: Path) -> None:
+        """Rank 5 printed only the flight-recorder dump line of the TP group, whose counters say
+        it never enqueued SeqNum 41, on which the others time out."""
+        logs = tmp_path / "logs"
+        lines = [
+            f"[rank{r}]:[E1129 10:11:09.123450000 ProcessGroupNCCL.cpp:632] [PG ID 2 PG GUID "
+            f"3(tp:device) Rank {r}] Watchdog caught collective operation timeout: WorkNCCL("
+            "SeqNum=41, OpType=ALLREDUCE, NumelIn=7168, NumelOut=7168, Timeout(ms)=600000) ran "
+            "for 600081 milliseconds before timing out." for r in (0, 1, 2, 3)]
+        lines.append("[rank5]:[E1129 10:11:10.603241927 ProcessGroupNCCL.cpp:1987] [PG ID 2 PG "
+                     "GUID 3(tp:device) Rank 5] Received a dump signal due to a collective "
+                     "timeout from  rank 0 and we will try our best to dump the debug info. Last "
+                     "enqueued NCCL work: 40, last completed NCCL work: 40.")
+        write(logs, "node0.log", lines)
+        analysis = analyze([logs], config=config(tmp_path, {"tp_size": 6}))
+        hang = next(f for f in analysis.findings if f.kind == "collective-hang")
+        assert [p["world_rank"] for p in hang.processes] == [5]
+
+    def test_a_pg_line_without_a_group_name_is_not_guessed(self, tmp_path: Path) -> None:
+        """SGLang 0.5.9 names no group: `[PG ID 6 PG GUID 11 Rank 0]` of world 0 under tp 4 ·
+        pp 2 is rank 0 of tp, pp and world alike, so no tp member is blamed."""
+        logs = tmp_path / "logs"
+        write(logs, "s.log", [
+            "[rank0]:[E1129 10:11:09.123456789 ProcessGroupNCCL.cpp:632] [PG ID 6 PG GUID 11 Rank "
+            "0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=12, OpType=SEND, "
+            "NumelIn=917504, NumelOut=917504, Timeout(ms)=600000) ran for 600081 milliseconds "
+            "before timing out.",
+            *(f"[2026-11-29 10:00:00 PP{r // 4} TP{r % 4}] Decode batch" for r in range(8)),
+        ])
+        analysis = analyze([logs], config=config(tmp_path, {
+            "tp_size": 4, "pp_size": 2, "sglang_version": "0.5.9"}))
+        hang = next(f for f in analysis.findings if f.kind == "collective-hang")
+        assert hang.processes == [] and hang.group is None
+        assert [p["world_rank"] for p in hang.waiting] == [0]
+
+    def test_heartbeat_monitor_abort_names_its_process(self, tmp_path: Path) -> None:
+        logs = tmp_path / "logs"
+        write(logs, "s.log", [
+            *_decode(range(8), 0),
+            "[rank3]:[E1129 10:09:00.485000000 ProcessGroupNCCL.cpp:1484] [PG ID 0 PG GUID "
+            "0(default_pg) Rank 3] Heartbeat monitor timed out! Process will be terminated after "
+            "dumping debug info. workMetaList_.size()=1",
+        ])
+        crash = next(f for f in analyze([logs], config=config(tmp_path, {"tp_size": 8})).findings
+                     if f.kind == "crash")
+        assert [p["world_rank"] for p in crash.processes] == [3]
+
+    def test_main_process_messages_have_the_main_role(self, tmp_path: Path) -> None:
+        logs = tmp_path / "logs"
+        messages = [
+            "SIGTERM received. signum=15 frame=None. Draining requests and shutting down...",
+            "Dumping requests before crash. self.crash_dump_folder='/tmp'",
+            "Request is disconnected from the client side (type 1). Abort request obj.rid='1'",
+            "Health check failed. Server couldn't get a response from detokenizer for last 20 "
+            "seconds. tic start time: 10:05:00. last_heartbeat time: 10:00:10",
+            "Gracefully exiting... Remaining number of requests 0. Remaining requests [].",
+        ]
+        write(logs, "s.log", [f"[2026-01-10 10:05:20] {m}" for m in messages])
+        timeline = analyze([logs], config=config(tmp_path, {"tp_size": 2})).timeline
+        assert timeline.get_column("role").to_list() == ["main"] * len(messages)

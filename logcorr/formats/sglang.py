@@ -46,13 +46,21 @@ _MAIN_PROOF = (
     r"^[^\]]*\] (?:server_args=(?:ServerArgs\(|\{)|(?:INFO|WARNING|ERROR|DEBUG|CRITICAL|TRACE):\s"
     r"|(?:INFO|WARNING|ERROR|DEBUG|CRITICAL) (?:server_args|http_server|tokenizer_manager|engine"
     r"|launch_server)\.py:\d+: |The server is fired up|Received sigquit from a child proces"
-    r"|kill_process_tree|Subprocess scheduler_\S* \(pid=\d+\) crashed)"
+    r"|kill_process_tree|Subprocess scheduler_\S* \(pid=\d+\) crashed"
+    # the tokenizer manager's and HTTP server's own messages (0.5.9-0.5.23)
+    r"|SIGQUIT received\. signum|SIGTERM received\. signum|Signal SIGTERM received while "
+    r"|Dumping requests before crash|Dumped \d+ finished and \d+ unfinished requests before crash"
+    r"|Request is disconnected from the client side|Gracefully exiting\.\.\."
+    r"|Health check failed\. Server couldn't get a response|Rank \d+ scheduler is dead)"
 )
 _SERVER_ARGS = r"^[^\]]*\] server_args=(?:ServerArgs\(|\{)"
 GPU = r"^\[gpu=(\d+)\] "
 # a scheduler's watchdog dumps its own process (`pyspy_dump_schedulers()`: psutil's own pid)
-_PYSPY = r"^[^\]]*\] Pyspy (?:dump for|failed to dump) PID (\d+)"
-_PYSPY_HINT = r"\] Pyspy (?:dump for|failed to dump) PID "
+# (0.5.23 also: `Pyspy failed (py-spy dump --native --pid 61). Error: …`, `All pyspy dump
+# attempts failed for PID 61.`)
+_PYSPY = (r"^[^\]]*\] (?:Pyspy (?:dump for|failed to dump) PID |Pyspy failed \(py-spy dump "
+          r"[^)]*--pid |All pyspy dump attempts failed for PID )(\d+)")
+_PYSPY_HINT = r"\] (?:Pyspy (?:dump for|failed to dump) PID |Pyspy failed \(py-spy|All pyspy dump)"
 
 
 def fast_rows(text: pl.Series) -> pl.DataFrame:
