@@ -227,8 +227,8 @@ def resolve_keys(keys: pl.DataFrame, topology: Topology | None,
         frame.select("_k", "proc", "evidence", "conflict", pl.col("role").alias("_role"),
                      "eff_host"), on="_k").drop("_k")
     files = _files(frame)
-    return Attribution(table, processes, _file_procs(files), contradictions, host_nodes,
-                       _local_ranks(topology), _shared_files(files))
+    return Attribution(table, processes, _file_procs(files, topology), contradictions,
+                       host_nodes, _local_ranks(topology), _shared_files(files))
 
 
 def attribute(chunk: pl.DataFrame, attribution: Attribution, crowded: pl.DataFrame,
@@ -738,11 +738,19 @@ def _files(keys: pl.DataFrame) -> pl.DataFrame:
          | pl.col("stream").is_not_null()).any().alias("mixed"))
 
 
-def _file_procs(files: pl.DataFrame) -> pl.DataFrame:
+def _file_procs(files: pl.DataFrame, topology: Topology | None) -> pl.DataFrame:
     """file_id -> file_proc for a file (`_files`) whose identified lines all name one process
-    and which is not mixed."""
-    return (files.filter((pl.col("procs").list.len() == 1) & ~pl.col("mixed"))
-            .select("file_id", pl.col("procs").list.first().alias("file_proc")))
+    and which is not mixed - when the set is laid out one process per file: the topology has
+    one scheduler, or at least two files each name one process (two processes in all) and no
+    file names several. SGLang writes all its processes to one stream, so a lone file that
+    names one process is more likely a console with one talkative rank (a paste, a tail) than
+    that process's own log."""
+    one = files.filter((pl.col("procs").list.len() == 1) & ~pl.col("mixed")).select(
+        "file_id", pl.col("procs").list.first().alias("file_proc"))
+    single = topology is not None and len(topology.processes) == 1
+    laid_out = (one.get_column("file_proc").n_unique() >= 2
+                and files.filter(pl.col("procs").list.len() > 1).height == 0)
+    return one if single or laid_out else one.clear()
 
 
 def _shared_files(files: pl.DataFrame) -> list[int]:

@@ -114,6 +114,32 @@ class TestGluedAndWrapped:
         assert parts["evidence"].to_list()[1] == "prefix"
 
 
+class TestGluedTorch:
+    """Two ranks' c10 lines glued into one physical line are two parts."""
+
+    def test_glued_c10_lines_split_with_their_own_ranks(self, tmp_path: Path) -> None:
+        def timeout(rank: int, end: str) -> str:
+            return (f"[rank{rank}]:[E1129 10:11:09.12345678{rank} ProcessGroupNCCL.cpp:632] [PG "
+                    f"ID 2 PG GUID 3(tp:device) Rank {rank}] Watchdog caught collective operation"
+                    " timeout: WorkNCCL(SeqNum=41, OpType=ALLREDUCE, NumelIn=7168, NumelOut=7168,"
+                    f" Timeout(ms)=600000) ran for 600081 milliseconds before timing{end}")
+        logs = tmp_path / "logs"
+        write(logs, "node0.log", [
+            *(timeout(r, " out.") for r in (0, 1, 2, 4, 6, 7)),
+            timeout(3, "") + timeout(5, " out."),
+            "[rank2]:[rank2]:[E1129 10:11:10.0 ProcessGroupNCCL.cpp:1] [PG ID 2 PG GUID "
+            "3(tp:device) Rank 2] x",
+        ])
+        analysis = analyze([logs], config=config(tmp_path, {"tp_size": 8}))
+        glued = [row(analysis.timeline, "node0.log", 7, part) for part in (0, 1)]
+        assert [(p["source"], p["world_rank"]) for p in glued] == [("torch", 3), ("torch", 5)]
+        assert "".join(str(p["text"]) for p in glued) == timeout(3, "") + timeout(5, " out.")
+        chained = analysis.timeline.filter(pl.col("line") == 8)
+        assert chained.height == 1 and chained["world_rank"][0] == 2
+        hang = next(f for f in analysis.findings if f.kind == "collective-hang")
+        assert hang.processes == [] and len(hang.waiting) == 8
+
+
 class TestNcclAndTorch:
     """NCCL and torch lines: host + device, PIDs learned from py-spy, torch ranks."""
 
@@ -1020,3 +1046,38 @@ class TestDiagnosisOfSGLangMessages:
         write(logs, "s.log", [f"[2026-01-10 10:05:20] {m}" for m in messages])
         timeline = analyze([logs], config=config(tmp_path, {"tp_size": 2})).timeline
         assert timeline.get_column("role").to_list() == ["main"] * len(messages)
+
+
+class TestFileLayout:
+    """A file lends its one process to its other lines only when the set is laid out one
+    process per file."""
+
+    CRASH = [
+        "CUDA Error: an illegal memory access was encountered (CUDA Error: 700an illegal memory "
+        "access was encountered)  (/opt/conda/lib/python3.10/site-packages/flashinfer/data/"
+        "include/flashinfer/attention/prefill.cuh700: line ) 2349",
+        " at function cudaLaunchKernel((void*)kernel, nblks, nthrs, args, smem_size, stream)",
+        "[2025-04-22 15:12:46 TP0] Scheduler hit an exception: Traceback (most recent call "
+        "last):",
+        "RuntimeError: CUDA error: an illegal memory access was encountered",
+    ]
+
+    def test_a_lone_console_with_one_talkative_rank_lends_nothing(self, tmp_path: Path) -> None:
+        """sglang#5491 shape: TP0 and TP1 print into one console; only TP0's lines carry a
+        prefix, and the interleaved CUDA error (`700an illegal`) is half TP1's."""
+        logs = tmp_path / "logs"
+        write(logs, "console.log", self.CRASH)
+        analysis = analyze([logs], config=config(tmp_path, {"tp_size": 2}))
+        assert [row(analysis.timeline, "console.log", n)["world_rank"] for n in (1, 2, 3, 4)] == [
+            None, None, 0, 0]
+        crash = next(f for f in analysis.findings if f.kind == "crash")
+        assert "fatal line(s) before it name no process" in crash.summary
+
+    def test_files_of_one_process_each_lend_it(self, tmp_path: Path) -> None:
+        logs = tmp_path / "logs"
+        write(logs, "rank0.log", self.CRASH)
+        write(logs, "rank1.log", ["[2025-04-22 15:12:40 TP1] Decode batch. #running-req: 1",
+                                  "some print of rank 1"])
+        timeline = analyze([logs], config=config(tmp_path, {"tp_size": 2})).timeline
+        assert [row(timeline, "rank0.log", n)["evidence"] for n in (1, 2)] == ["file"] * 2
+        assert row(timeline, "rank1.log", 2)["world_rank"] == 1

@@ -22,6 +22,10 @@ import polars as pl
 from logcorr.formats._common import NCCL_HEADER, NCCL_HOST, SENTINEL, SGL_HEADER, SGL_STAMP
 
 SPLIT = rf"(?:\[{SGL_STAMP}\] )?{NCCL_HEADER}|{SGL_HEADER}"
+# a torch c10 line glued after another (`… before timing[rank5]:[E1129 10:11:09.12 …`): the
+# character before is kept in place (not `:` or `]`, which chain `[rank5]:[rank5]:` prefixes)
+_TORCH_SPLIT = r"([^:\]])((?:\[rank\d+\]:)+\[[IWEF]\d{3,4} \d\d:\d\d:\d\d)"
+_TORCH_RANKS = r"^(?:\[rank(\d+)\]:)+"
 HINTS = ["[20", " NCCL "]
 _NCCL_AT_START = rf"^(?:\[{SGL_STAMP}\] )?{NCCL_HEADER}"
 _NCCL_BARE_START = rf"^{NCCL_HEADER}"
@@ -46,7 +50,8 @@ def split(df: pl.DataFrame, hosts: pl.Series | None = None) -> pl.DataFrame:
     """Explode glued lines into parts; adds `part` (UInt16), rewrites `text` and `body` per part.
     `hosts`: NCCL hosts seen on clean lines (to find where a glued NCCL header starts)."""
     body = pl.col("body")
-    maybe = (body.str.slice(1).str.contains("[20", literal=True) | _nccl_glue(body)) & ~body.str.contains(
+    maybe = (body.str.slice(1).str.contains("[20", literal=True) | _nccl_glue(body)
+             | body.str.slice(1).str.contains("[rank", literal=True)) & ~body.str.contains(
         SENTINEL, literal=True
     )
     single = df.filter(~maybe).with_columns(part=pl.lit(0, pl.UInt16), _frag=pl.lit(False))
@@ -55,18 +60,28 @@ def split(df: pl.DataFrame, hosts: pl.Series | None = None) -> pl.DataFrame:
         return single
     starts = df.select(body.str.extract(_NCCL_HOST_AT_START, 1)).to_series()  # line starts
     hosts = starts if hosts is None else pl.concat([hosts, starts])
-    marked = body.str.replace_all(SPLIT, SENTINEL + "${0}")
+    marked = body.str.replace_all(SPLIT, SENTINEL + "${0}").str.replace_all(
+        _TORCH_SPLIT, "${1}" + SENTINEL + "${2}")
     multi = (
         multi.with_columns(_pieces=marked.str.split(SENTINEL))
         .explode("_pieces")
         .filter(pl.col("_pieces") != "")
         .with_columns(part=pl.int_range(pl.len(), dtype=pl.UInt16).over("_row"))
     )
+    later = pl.col("part") > 0
+    # a later part is its own writer's line: its torch rank is its own `[rankN]:` (peeled
+    # here as `wrappers.peel` did for the line's start) or none, never the line's
+    current = (pl.col("_w_torch_rank") if "_w_torch_rank" in multi.columns
+               else pl.lit(None, pl.Int32))
     multi = multi.with_columns(
-        body=pl.col("_pieces"),
+        body=pl.when(later).then(pl.col("_pieces").str.replace(_TORCH_RANKS, ""))
+        .otherwise(pl.col("_pieces")),
         text=pl.when(pl.col("part") == 0)
         .then(pl.concat_str([pl.col("_wrap"), pl.col("_pieces")]))
         .otherwise(pl.col("_pieces")),
+        _w_torch_rank=pl.when(later).then(
+            pl.col("_pieces").str.extract(_TORCH_RANKS, 1).cast(pl.Int32, strict=False))
+        .otherwise(current.cast(pl.Int32)),
     ).drop("_pieces")
     return pl.concat([single, _glued_hosts(multi, hosts)], how="diagonal_relaxed")
 
