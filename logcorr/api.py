@@ -91,6 +91,7 @@ _CHUNK_COLUMNS = (*DETAIL_COLUMNS, "ts_full", "torch_rank", "pg_desc", "pg_rank"
                   "starts_record")
 STAGES = ("reading", "parsing", "attributing", "diagnosing", "done")
 WORKERS = 2  # chunks parsed at once
+CONTEXT_LINES = 2  # lines of the previous chunk a chunk's parse may look back at
 KEEP_ROWS = 1000  # rows each run keeps in memory for the terminal's head and tail
 PENDING_ROWS = 1_000_000  # a file's untimed opening rows held back waiting for its first time
 
@@ -306,6 +307,7 @@ def _parse_pass(sources: list[Source], chunk_bytes: int, total: int, warnings: l
     done = 0
     with ThreadPoolExecutor(max_workers=WORKERS) as pool:
         running: deque[Future[_Parsed]] = deque()
+        before: pl.DataFrame | None = None  # the previous chunk's last lines
         for lines in chain(line_batches(sources, chunk_bytes, warnings), [None]):
             if lines is None:  # the end: an empty chunk gives the tables their columns
                 if scan.keys or running:
@@ -313,7 +315,11 @@ def _parse_pass(sources: list[Source], chunk_bytes: int, total: int, warnings: l
                 lines = empty_lines()
             done += int(lines.get_column("text").str.len_bytes().sum() or 0) + lines.height
             report("parsing", min(done, total), total)
-            running.append(pool.submit(_parse_chunk, lines, workspace))
+            running.append(pool.submit(_parse_chunk, lines, workspace, before))
+            # (compact: not the whole chunk's text; a chunk may be shorter than the context)
+            before = compact(lines.tail(CONTEXT_LINES) if before is None
+                             or lines.height >= CONTEXT_LINES else
+                             pl.concat([before, lines]).tail(CONTEXT_LINES))
             if len(running) >= WORKERS:
                 scan.add(running.popleft().result())
         while running:
@@ -332,8 +338,9 @@ class _Parsed:
     first_dated: pl.DataFrame
 
 
-def _parse_chunk(lines: pl.DataFrame, workspace: Workspace) -> _Parsed:
-    parsed = local_columns(parse(lines))
+def _parse_chunk(lines: pl.DataFrame, workspace: Workspace, before: pl.DataFrame | None = None
+                 ) -> _Parsed:
+    parsed = local_columns(parse(lines, before))
     return _Parsed(
         workspace.write(parsed, "parsed") if parsed.height else None,
         compact(key_rows(parsed)),

@@ -131,3 +131,25 @@ def test_wrapper_streams_carry_their_open_records_across_chunks(tmp_path: Path) 
     for chunk_bytes in (1, 150, 400):
         cut = analyze([logs], config=config, chunk_bytes=chunk_bytes).detail
         assert cut.equals(whole), chunk_bytes
+
+
+def test_a_line_announced_by_the_previous_chunk_stays_in_its_record(tmp_path: Path) -> None:
+    """`Pyspy dump for PID 61 (…):` ends one chunk and announces the dump of the next; a
+    `Traceback` after a line ending with `:` is chained the same way. With one line a chunk,
+    every announcement crosses a chunk boundary."""
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "s.log").write_text("\n".join([
+        "[2026-01-10 10:00:40 TP4] Pyspy dump for PID 61 (py-spy dump --native --pid 61):",
+        "Process 61: sglang::scheduler_TP4",
+        'Thread 61 (idle): "MainThread"',
+        "[2026-01-10 10:00:41 TP3] Exception in run_scheduler_process:",
+        "",
+        "Traceback (most recent call last):",
+        "RuntimeError: boom",
+    ]) + "\n")
+    config = tmp_path / "args.json"
+    config.write_text(json.dumps({"tp_size": 8}))
+    whole = analyze([logs], config=config).detail
+    assert whole.get_column("world_rank").to_list() == [4, 4, 4, 3, 3, 3, 3]
+    assert analyze([logs], config=config, chunk_bytes=1).detail.equals(whole)

@@ -45,8 +45,10 @@ _WRAPPER_FILLS = {"host": "_w_host", "torch_rank": "_w_torch_rank", "ts": "_w_ts
 __all__ = ["parse"]
 
 
-def parse(lines: pl.DataFrame) -> pl.DataFrame:
-    """Physical lines (LINES_SCHEMA) -> record parts with their fields (PARSED_SCHEMA)."""
+def parse(lines: pl.DataFrame, before: pl.DataFrame | None = None) -> pl.DataFrame:
+    """Physical lines (LINES_SCHEMA) -> record parts with their fields (PARSED_SCHEMA).
+    `before`: the last lines of the previous chunk (LINES_SCHEMA), read only to tell whether
+    the chunk's first lines are announced by a line ending with `:`."""
     if lines.height == 0:
         return empty_parsed()
     df = lines.select("file_id", "line", "text").rechunk()
@@ -64,7 +66,8 @@ def parse(lines: pl.DataFrame) -> pl.DataFrame:
     rest = df.with_row_index("_row").filter(~taken)
     nccl_hosts = [f.get_column("host") for _, f in fast if "host" in f.columns]
     return _assemble(df, fast, _parse_rest(rest, df,
-                                           pl.concat(nccl_hosts) if nccl_hosts else None))
+                                           pl.concat(nccl_hosts) if nccl_hosts else None,
+                                           before))
 
 
 def _sglang_fast(text: pl.Series, cut: pl.Series) -> pl.DataFrame:
@@ -162,8 +165,8 @@ def _overwrite(column: pl.Series, places: tuple[pl.Series | None, pl.Series],
     return column
 
 
-def _parse_rest(rest: pl.DataFrame, whole: pl.DataFrame, nccl_hosts: pl.Series | None
-                ) -> pl.DataFrame | None:
+def _parse_rest(rest: pl.DataFrame, whole: pl.DataFrame, nccl_hosts: pl.Series | None,
+                before: pl.DataFrame | None = None) -> pl.DataFrame | None:
     """Wrappers, parts and the family cascade for the rows off the fast path (`whole`: all
     lines of the chunk; `nccl_hosts`: the hosts of its clean NCCL lines, for glued NCCL
     headers)."""
@@ -173,7 +176,7 @@ def _parse_rest(rest: pl.DataFrame, whole: pl.DataFrame, nccl_hosts: pl.Series |
     remaining = rest.with_columns(pbody=wrappers.clean(pl.col("body")))
     # whether the line before chains a row to its record matters only for a record opener
     if remaining.select(pl.col("pbody").str.contains(python.OPENS).any()).item():
-        remaining = remaining.with_columns(_chained=_chained(rest, whole))
+        remaining = remaining.with_columns(_chained=_chained(rest, whole, before))
     results: list[pl.DataFrame] = []
     for test, family_parse in FAMILIES:
         chosen = remaining.select(test(pl.col("pbody")).fill_null(False)).to_series()
@@ -191,19 +194,27 @@ def _parse_rest(rest: pl.DataFrame, whole: pl.DataFrame, nccl_hosts: pl.Series |
     return _fill_from_wrappers(parsed)
 
 
-def _chained(rest: pl.DataFrame, whole: pl.DataFrame) -> pl.Series:
+def _chained(rest: pl.DataFrame, whole: pl.DataFrame, context: pl.DataFrame | None = None
+             ) -> pl.Series:
     """Whether the physical line before each row of the rest (or the one before that, when
     it is blank) ends with `:`, chaining the row to its record (see `python.CHAINS`); lines
     are read without their wrapper where the rest peeled one. Only the first part of a line
-    has a line before it; the first line of a chunk sees none."""
+    has a line before it; the first lines of a chunk look into `context` (the previous
+    chunk's last lines) when it holds the lines right before them."""
+    lead = 0
+    if context is not None and context.height:
+        lead = context.height
+        whole = pl.concat([context.select(whole.columns), whole], how="vertical_relaxed")
     bodies = rest.filter(pl.col("part") == 0).select(
-        pl.col("_row").cast(pl.Int64), pl.col("body").alias("_body"))
-    row = rest.get_column("_row").cast(pl.Int64)
+        pl.col("_row").cast(pl.Int64) + lead, pl.col("body").alias("_body"))
+    row = rest.get_column("_row").cast(pl.Int64) + lead
     text, files = whole.get_column("text"), whole.get_column("file_id")
+    numbers = whole.get_column("line").cast(pl.Int64)
 
     def before(back: int) -> pl.Expr:
         at = (row - back).clip(lower_bound=0)
-        same = (row >= back) & (files.gather(at) == rest.get_column("file_id"))
+        same = ((row >= back) & (files.gather(at) == rest.get_column("file_id"))
+                & (numbers.gather(at) == rest.get_column("line").cast(pl.Int64) - back))
         found = at.to_frame("_row").join(bodies, on="_row", how="left", maintain_order="left")
         line = found.get_column("_body").fill_null(text.gather(at)).str.strip_chars()
         return pl.when(pl.lit(same)).then(pl.lit(line))
