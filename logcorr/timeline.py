@@ -107,8 +107,10 @@ def complete_timestamps(frame: pl.DataFrame, clock: Clock, carry: Carry | None =
     of_file = frame.select("file_id").join(clock.first_dated, on="file_id", how="left",
                                            maintain_order="left")
     firsts = of_file.get_column("_first")
+    # (a collector's zoned time on the line itself gives at least the year, whatever the zone)
     reference = pl.coalesce(dated.forward_fill().over("file_id"),
-                            _carried(carry, carry.last_dated if carry else None), pl.lit(firsts))
+                            _carried(carry, carry.last_dated if carry else None), pl.lit(firsts),
+                            pl.col("wrap_ts").dt.replace_time_zone(None).cast(pl.Datetime("us")))
     if clock.overall is not None:
         reference = reference.fill_null(pl.lit(clock.overall, pl.Datetime("us")))
     frame = frame.with_columns(reference.alias("_ref"))

@@ -309,6 +309,31 @@ class TestWrappers:
         write(other, "pod1.log", ["2025-07-24T23:53:09.5Z stderr F RuntimeError: boom"])
         assert row(analyze([other]).timeline, "pod1.log", 1)["ts"] == "2025-07-24T23:53:09.500"
 
+    def test_collector_date_completes_a_torch_stamp_and_relay_prefix(self, tmp_path: Path
+                                                                      ) -> None:
+        """sglang#3932: a collector's `[…Z]` gives the year a c10 stamp lacks; olmocr#105: a
+        Python logger relaying the server's output (`… - __main__ - INFO - `) is peeled, its
+        time used for the traceback lines under it."""
+        logs = tmp_path / "logs"
+        write(logs, "pod.log", [
+            "[2025-02-27T16:30:43.48675097Z] [rank3]:[E227 16:30:43.526290891 ProcessGroupNCCL"
+            ".cpp:1785] [PG ID 2 PG GUID 3(tp:device) Rank 3] Watchdog caught collective "
+            "operation timeout: WorkNCCL(SeqNum=1, OpType=ALLREDUCE)",
+        ])
+        write(logs, "relay.log", [
+            "2025-03-08 02:04:48,693 - __main__ - INFO - [2025-03-08 02:04:48 TP0] Scheduler hit"
+            " an exception: Traceback (most recent call last):",
+            '2025-03-08 02:04:48,694 - __main__ - INFO -   File "/sgl/scheduler.py", line 1, in r',
+            "2025-03-08 02:04:48,695 - __main__ - INFO - RuntimeError: boom",
+        ])
+        alone = analyze([logs / "pod.log"], config=config(tmp_path, {"tp_size": 4})).timeline
+        assert alone.get_column("ts").to_list() == ["2025-02-27T16:30:43.526290"]
+        timeline = analyze([logs], config=config(tmp_path, {"tp_size": 4})).timeline
+        relay = [row(timeline, "relay.log", n) for n in (1, 2, 3)]
+        assert [(r["source"], r["world_rank"], r["part"]) for r in relay] == [
+            ("sglang", 0, 0), ("traceback", 0, 0), ("traceback", 0, 0)]
+        assert relay[2]["ts"] == "2025-03-08T02:04:48.695"
+
     def test_ray_actor_pid_is_not_a_scheduler_pid(self, tmp_path: Path) -> None:
         """slime#369 shape: an SGLang engine actor's schedulers all print under the actor's
         `(SGLangEngine pid=6680)`. One prefixed TP3 line under it does not make 6680 TP3's

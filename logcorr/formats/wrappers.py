@@ -17,6 +17,7 @@ Shapes (outermost first; every piece optional):
     Loki             1779264164797<TAB>2026-05-20T08:02:44.797Z<TAB>
     collector        [2025-02-27T16:30:43.48675097Z]
     local collector  2025-03-27 17:31:09.952  sm228-a100-40g-23
+    Python logging   2025-03-08 02:04:48,693 - __main__ - INFO -   (a caller relaying output)
     milabench        dinov2-giant-nodes.cn-d004 [stderr]
     Ray              \\x1b[36m(RayWorkerWrapper pid=270291, ip=10.175.94.190)\\x1b[0m  (or lost-ESC [36m)
     torchrun/NeMo    1067:[default0]:[rank0]:   nemo.collections.llm.api.pretrain/0 [default0]:
@@ -47,7 +48,9 @@ WRAP = (
     r"|(?P<kts>" + _ISO + r"(?:Z|[+-]\d\d:\d\d)) "
     r"|\d{10,16}\t(?P<loki>" + _ISO + r"Z)\t"
     r"|\[(?P<coll>" + _ISO + r"Z)\] ?"
-    r"|(?P<lts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3})  (?P<lhost>[^\s\[\]]+) )?"
+    r"|(?P<lts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3})  (?P<lhost>[^\s\[\]]+) "
+    r"|(?P<pylog>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) - [\w.<>\-]+ - "
+    r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) - )?"
     r"(?:(?P<mhost>[\w.\-]+) \[(?:stdout|stderr)\] )?"
     r"(?: ?" + _COLOUR + r"?\(\w+ pid=(?P<rpid>\d+)(?:, ip=[\w.\-:]+)?\)(?: ?" + _COLOUR + r")? ?)?"
     r"(?: ?(?:(?:[\w.\-]+/\d+ |\d+:)?\[default\d+\]:)?(?:\[rank(?P<trank>\d+)\]:)+ ?"
@@ -97,13 +100,15 @@ def _wrapper_fields(df: pl.DataFrame) -> pl.DataFrame:
                 "%Y-%m-%dT%H:%M:%S%.fZ", time_unit="us", strict=False
             ).dt.replace_time_zone("UTC"),
         ).dt.convert_time_zone("UTC"),
-        _w_ts=datetime_from(pl.col("lts"), "%Y-%m-%d %H:%M:%S%.3f"),
+        _w_ts=pl.coalesce(datetime_from(pl.col("lts"), "%Y-%m-%d %H:%M:%S%.3f"),
+                          datetime_from(pl.col("pylog").str.replace(",", ".", literal=True),
+                                        "%Y-%m-%d %H:%M:%S%.3f")),
         _w_host=pl.coalesce("lhost", "mhost"),
         _w_torch_rank=as_int(pl.col("trank"), pl.Int32()),
         _w_stream=pl.coalesce("kpod", pl.lit("pid=") + pl.col("rpid"),
                               pl.lit("task=") + pl.col("task"), "compose"),
     ).drop("wrap", "cri", "kts", "loki", "coll", "lts", "lhost", "mhost", "rpid", "trank",
-           "kpod", "task", "compose")
+           "kpod", "task", "compose", "pylog")
 
 
 def clean(body: pl.Expr) -> pl.Expr:
