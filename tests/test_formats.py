@@ -479,7 +479,9 @@ class TestTorch:
         [
             ("[E ProcessGroupNCCL.cpp:475] [Rank 2] Watchdog caught", (None, None, None, 2)),
             ("[rank6]:[F429 14:03:49.385461578 ProcessGroupNCCL.cpp:1554] [PG ID 0 PG GUID 0(default_pg) Rank 6] x", (0, "0", "default_pg", 6)),
-            ("[rank0]:[E909 09:55:29.307629539 ProcessGroupNCCL.cpp:607] [PG 0 (default_pg) Rank 12] x", (0, None, "default_pg", 12)),
+            # torch 2.4: the number after `PG` is the GUID, or a hash of the ranks
+            ("[rank0]:[E909 09:55:29.307629539 ProcessGroupNCCL.cpp:607] [PG 0 (default_pg) Rank 12] x", (None, "0", "default_pg", 12)),
+            ("[rank3]:[E909 09:55:29.307629539 ProcessGroupNCCL.cpp:607] [PG 7c4f3b02bd0a2e0c1d7b1f4d2a44c5d8e7f60123 (tp:device) Rank 3] x", (None, "7c4f3b02bd0a2e0c1d7b1f4d2a44c5d8e7f60123", "tp:device", 3)),
             ("[E909 09:55:29.307629539 ProcessGroupNCCL.cpp:607] [PG ID 4 PG GUID  Rank 2] x", (4, "", None, 2)),
         ],
     )  # fmt: skip
@@ -487,6 +489,14 @@ class TestTorch:
         """PG tag variants, including no-time headers and an empty GUID."""
         row = check(line, source="torch")
         assert (row["pg_id"], row["pg_guid"], row["pg_desc"], row["pg_rank"]) == pg
+
+    def test_glog_built_torch_keeps_the_watchdog_facts(self) -> None:
+        """A torch built with glog writes c10d's lines as glog: PG and work fields still read."""
+        row = check("E1129 10:11:09.123456 632355 ProcessGroupNCCL.cpp:632] [Rank 2] Watchdog "
+                    "caught collective operation timeout: WorkNCCL(SeqNum=41, OpType=ALLREDUCE, "
+                    "NumelIn=7168, NumelOut=7168, Timeout(ms)=600000) ran for 600081 milliseconds "
+                    "before timing out.", source="glog", tid=632355)
+        assert (row["pg_rank"], row["seq"], row["op"]) == (2, 41, "ALLREDUCE")
 
     def test_doubled_rank_verbose(self) -> None:
         """`[rank0]:[rank0]:V0731 …` (pipelining verbose): rank and glog time."""
@@ -506,7 +516,7 @@ class TestTorch:
             "frame #0: c10::Error::Error(c10::SourceLocation, std::string) + 0x96 (0x7f3b6d41df86 in /usr/lib/libc10.so)",
         ]:
             check(line, source="cpp", starts_record=False)
-        check("  what():  [PG 3 Rank 5] Process group watchdog thread terminated", source="cpp", pg_id=3, pg_rank=5)
+        check("  what():  [PG 3 Rank 5] Process group watchdog thread terminated", source="cpp", pg_guid="3", pg_rank=5)
 
 
 class TestPython:

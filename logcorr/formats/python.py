@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import polars as pl
 
+from logcorr.formats import torch
 from logcorr.formats._common import BODY, as_int, month_day_stamp
 
 GLOG = r"^([IWEFV])(\d{4}) (\d\d:\d\d:\d\d)(?:\.(\d{6}))?(?: +(\d+))? [^\]\s]+:\d+\] "
@@ -68,7 +69,8 @@ def parse_glog(df: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
         ts_has_date=pl.when(pl.col("ts").is_not_null()).then(True),
         ts_has_year=pl.when(pl.col("ts").is_not_null()).then(False),
     ).drop("_g")
-    return good, bad
+    # (a torch built with glog writes c10d's watchdog lines this way)
+    return torch.message_facts(good), bad
 
 
 def candidates(body: pl.Expr) -> pl.Expr:

@@ -14,8 +14,10 @@ import polars as pl
 from logcorr.formats._common import BODY, as_int, month_day_stamp
 
 HEADER = r"^ *\[([IWEF])(?:(\d{3,4}) (\d\d:\d\d:\d\d)(?:\.(\d+))? )? ?[\w./*\-]+:\d+\] "
+# torch 2.5+: `[PG ID 2 PG GUID 3(tp:device) Rank 1]`; torch 2.4: `[PG 3 (tp:device) Rank 1]`,
+# where the name is the GUID or a hash (`[PG 7c4f3b02… (tp:device) Rank 3]`); `[Rank 1]`
 PG_TAG = (
-    r"\[(?:PG ID (\d+) PG GUID ([^\s(\]]*)(?:\(([^)]*)\))?|PG (\d+)(?: \(([^)]*)\))?) Rank (\d+)\]"
+    r"\[(?:PG ID (\d+) PG GUID ([^\s(\]]*)(?:\(([^)]*)\))?|PG (\w+)(?: \(([^)]*)\))?) Rank (\d+)\]"
     r"|\[Rank (\d+)\]"
 )
 WORK = r"WorkNCCL\(SeqNum=(-?\d+), OpType=(\w+)"
@@ -84,8 +86,8 @@ def message_facts(df: pl.DataFrame) -> pl.DataFrame:
     work = BODY.str.extract_groups(WORK).struct.field
     counters = BODY.str.extract_groups(COUNTERS).struct.field
     rows = rows.with_columns(
-        pg_id=as_int(pl.coalesce(pg("1"), pg("4")), pl.Int32()),
-        pg_guid=pg("2"),
+        pg_id=as_int(pg("1"), pl.Int32()),
+        pg_guid=pl.coalesce(pg("2"), pg("4")),
         pg_desc=pl.coalesce(pg("3"), pg("5")),
         pg_rank=as_int(pl.coalesce(pg("6"), pg("7")), pl.Int32()),
         seq=as_int(pl.coalesce(work("1"), BODY.str.extract(AT_WORK, 1)), pl.Int64()),
