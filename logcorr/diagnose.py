@@ -155,7 +155,7 @@ _EVENT_SCHEMA: dict[str, pl.DataType] = {"_sk": pl.Int64(), "file_id": pl.UInt32
                  "starts_record": pl.Boolean(), "torch_rank": pl.Int32(), "pg_desc": pl.String(),
                  "pg_rank": pl.Int32(), "seq": pl.Int64(), "op": pl.String(),
                  "last_enqueued": pl.Int64(), "last_completed": pl.Int64(), "comm_id": pl.String(),
-                 "comm_nranks": pl.Int32(), "nccl_phase": pl.String(), "_next": pl.String()}
+                 "comm_rank": pl.Int32(), "comm_nranks": pl.Int32(), "nccl_phase": pl.String(), "_next": pl.String()}
 
 
 def event_rows(frame: pl.DataFrame) -> pl.DataFrame:
@@ -672,7 +672,10 @@ def init_findings(ctx: Context) -> list[Finding]:
 
 
 def _nccl_init_findings(ctx: Context) -> list[Finding]:
-    """A communicator (commId) whose `Init START` some members logged without COMPLETE."""
+    """A communicator (commId) whose `Init START` some members logged without COMPLETE.
+    NCCL's bootstrap needs every rank: when none completed and some comm ranks never logged
+    START, those ranks are the ones the others wait for (named when the members that did log
+    fit one group instance of the topology); the ones that started are waiting."""
     nccl = ctx.events.filter(pl.col("comm_id").is_not_null()
                              & pl.col("nccl_phase").is_not_null())
     findings = []
@@ -682,15 +685,52 @@ def _nccl_init_findings(ctx: Context) -> list[Finding]:
         hung = started.filter(~pl.col("pid").is_in(list(done)))
         if hung.height == 0:
             continue
-        procs = [p for p in hung["proc"].drop_nulls().to_list()]
-        nranks = group["comm_nranks"].drop_nulls()
-        findings.append(Finding(
-            "init-hang", "error",
-            f"NCCL communicator {comm_id} (nranks {nranks[0] if nranks.len() else '?'}): "
-            f"{hung.height} rank(s) logged Init START and never Init COMPLETE"
-            + (f" while {len(done)} completed" if done else ""),
-            ctx.who(procs), evidence=ctx.cite(hung)))
+        counts = group["comm_nranks"].drop_nulls()
+        nranks = int(counts[0]) if counts.len() else None
+        summary = (f"NCCL communicator {comm_id} (nranks {nranks if nranks else '?'}): "
+                   f"{hung.height} rank(s) logged Init START and never Init COMPLETE")
+        if done:
+            findings.append(Finding("init-hang", "error", summary + f" while {len(done)} "
+                                    "completed", ctx.who(hung["proc"].drop_nulls().to_list()),
+                                    evidence=ctx.cite(hung)))
+            continue
+        ranks = set(started["comm_rank"].drop_nulls().to_list())
+        absent = sorted(set(range(nranks)) - ranks) if nranks else []
+        culprits = _absent_members(ctx, started, nranks, absent) if absent else []
+        if absent:
+            summary += (f"; comm rank(s) {absent} never logged Init START, and NCCL's bootstrap "
+                        "waits for every rank")
+            if culprits:
+                summary += f" ({', '.join(_name(ctx.people[p]) for p in culprits)})"
+        else:
+            summary += "; every rank started, so the bootstrap itself (network, ports) stalls"
+        findings.append(Finding("init-hang", "error", summary, ctx.who(culprits),
+                                evidence=ctx.cite(hung),
+                                waiting=ctx.who(hung["proc"].drop_nulls().to_list())))
     return sorted(findings, key=lambda f: f.summary)
+
+
+def _absent_members(ctx: Context, started: pl.DataFrame, nranks: int | None,
+                    absent: list[int]) -> list[int]:
+    """The processes at comm ranks `absent`, when the members that logged (proc, comm_rank)
+    sit at those ranks of exactly one group instance of `nranks` members."""
+    topology = ctx.topology
+    rows = [(int(p), int(r)) for p, r in started.select("proc", "comm_rank").drop_nulls()
+            .unique().iter_rows() if int(p) in ctx.people]
+    if topology is None or not rows or nranks is None:
+        return []
+    world = topology.sizes.world
+    replicas = {p // world for p, _ in rows}
+    fits: set[tuple[int, ...]] = set()
+    for name in topology.groups:
+        lists = {topology.group_instance(name, p % world) for p, _ in rows}
+        one = next(iter(lists))
+        if len(lists) == 1 and len(one) == nranks and all(one[r] == p % world for p, r in rows):
+            fits.add(one)
+    if len(fits) != 1 or len(replicas) != 1:
+        return []
+    found, replica = fits.pop(), replicas.pop()
+    return [replica * world + found[r] for r in absent]
 
 
 # --------------------------------------------------------------------------- absence

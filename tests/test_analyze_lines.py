@@ -1108,3 +1108,32 @@ class TestFileLayout:
         timeline = analyze([logs], config=config(tmp_path, {"tp_size": 2})).timeline
         assert [row(timeline, "rank0.log", n)["evidence"] for n in (1, 2)] == ["file"] * 2
         assert row(timeline, "rank1.log", 2)["world_rank"] == 1
+
+
+class TestNcclInit:
+    """NCCL's bootstrap waits for every rank of a communicator."""
+
+    @staticmethod
+    def start(rank: int, nranks: int = 8) -> str:
+        return (f"gpu-node-0:34160{rank:02d}:34160{rank:02d} [{rank}] NCCL INFO ncclCommInitRank "
+                f"comm 0x55d84d0db8{rank:02d} rank {rank} nranks {nranks} cudaDev {rank} nvmlDev "
+                f"{rank} busId {rank}a000 commId 0x9ad9b5e4ab2566da - Init START")
+
+    def test_the_rank_that_never_started_is_the_culprit(self, tmp_path: Path) -> None:
+        logs = tmp_path / "logs"
+        for rank in (0, 1, 2, 3, 4, 6, 7):
+            write(logs, f"rank{rank}.log", [self.start(rank)])
+        write(logs, "rank5.log", ["[2026-11-29 10:00:00 TP5] Load weight begin."])
+        analysis = analyze([logs], config=config(tmp_path, {"tp_size": 8}))
+        init = next(f for f in analysis.findings if f.kind == "init-hang")
+        assert [p["world_rank"] for p in init.processes] == [5]
+        assert [p["world_rank"] for p in init.waiting] == [0, 1, 2, 3, 4, 6, 7]
+        assert "comm rank(s) [5] never logged Init START" in init.summary
+
+    def test_when_every_rank_started_no_member_is_blamed(self, tmp_path: Path) -> None:
+        logs = tmp_path / "logs"
+        for rank in range(8):
+            write(logs, f"rank{rank}.log", [self.start(rank)])
+        init = next(f for f in analyze([logs], config=config(tmp_path, {"tp_size": 8})).findings
+                    if f.kind == "init-hang")
+        assert init.processes == [] and len(init.waiting) == 8
