@@ -710,11 +710,13 @@ def _stream_records(frame: pl.DataFrame, starts: pl.Expr) -> pl.DataFrame:
 
 
 def _printed(frame: pl.DataFrame, shared: list[int]) -> pl.Series:
-    """Plain lines (`other`, not blank) of a `shared` file whose record header is a one-line
-    SGLang message: not an exception, not ending with `:` (which announces what follows:
-    `Pyspy dump for PID n:`). Their text is read on those few rows only."""
-    plain = ((pl.col("source") == "other") & ~pl.col("starts_record").fill_null(False)
-             & pl.col("file_id").is_in(shared))
+    """Lines (not blank) of a `shared` file that continue no record of their own and whose
+    record header is a one-line SGLang message: not an exception, not ending with `:` (which
+    announces what follows: `Pyspy dump for PID n:`). A print, a CUDA error or a
+    faulthandler dump after a uvicorn access line is no more the main process's than any
+    other writer's. Their text is read on those few rows only."""
+    plain = (~pl.col("starts_record").fill_null(False) & pl.col("file_id").is_in(shared)
+             & (pl.col("source") != "tqdm").fill_null(True))
     rows = frame.select(plain.fill_null(False)).to_series().arg_true()
     marks = pl.Series("_printed", [False]).new_from_index(0, frame.height)
     if rows.len() == 0:
@@ -754,8 +756,11 @@ def _file_procs(files: pl.DataFrame, topology: Topology | None) -> pl.DataFrame:
 
 
 def _shared_files(files: pl.DataFrame) -> list[int]:
-    """Files (`_files`) whose identified lines name several processes."""
-    return files.filter(pl.col("procs").list.len() > 1).get_column("file_id").sort().to_list()
+    """Files (`_files`) whose identified lines name several processes, or a process and the
+    launcher's output (the main process, wrapper streams)."""
+    count = pl.col("procs").list.len()
+    return (files.filter((count > 1) | ((count == 1) & pl.col("mixed")))
+            .get_column("file_id").sort().to_list())
 
 
 def _local_ranks(topology: Topology | None) -> pl.DataFrame | None:

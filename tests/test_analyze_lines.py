@@ -861,7 +861,8 @@ def test_progress_reports_every_stage_in_order(tmp_path: Path) -> None:
 
 
 def test_progress_bar_is_not_a_continuation(tmp_path: Path) -> None:
-    """A tqdm bar after another process's line names no process by itself."""
+    """A tqdm bar after another process's line names no process by itself; nor does a stray
+    traceback frame after a one-line message in a file two processes write to."""
     logs = tmp_path / "logs"
     write(logs, "node0.log", [
         "[2026-11-29 10:00:00 TP0] Load weight begin. avail mem=78.38 GB",
@@ -869,10 +870,11 @@ def test_progress_bar_is_not_a_continuation(tmp_path: Path) -> None:
         "Loading safetensors checkpoint shards:  50% Completed | 81/163 [00:30<00:30,  2.24it/s]",
         '  File "/sgl/scheduler.py", line 2912, in run_scheduler_process',
     ])
-    timeline = analyze([logs], config=config(tmp_path, {"tp_size": 2})).timeline
+    timeline = analyze([logs], config=config(tmp_path, {"tp_size": 2})).detail
     assert row(timeline, "node0.log", 3)["source"] == "tqdm"
     assert row(timeline, "node0.log", 3)["world_rank"] is None
-    assert row(timeline, "node0.log", 4)["world_rank"] == 1
+    assert row(timeline, "node0.log", 4)["world_rank"] is None
+    assert row(timeline, "node0.log", 4)["why"] == "plain line in a shared file"
 
 
 def _decode(ranks: range, second: int, prefix: str = "") -> list[str]:
@@ -1099,6 +1101,12 @@ class TestFileLayout:
             None, None, 0, 0]
         crash = next(f for f in analysis.findings if f.kind == "crash")
         assert "fatal line(s) before it name no process" in crash.summary
+        # with the main process's access line on top: the CUDA error is not the main process's
+        write(logs, "console.log", ['[2025-04-22 15:12:45] INFO:     127.0.0.1:41234 - "POST '
+                                    '/v1/chat/completions HTTP/1.1" 200 OK', *self.CRASH])
+        timeline = analyze([logs], config=config(tmp_path, {"tp_size": 2})).timeline
+        assert [row(timeline, "console.log", n)["role"] for n in (1, 2, 3)] == [
+            "main", None, None]
 
     def test_files_of_one_process_each_lend_it(self, tmp_path: Path) -> None:
         logs = tmp_path / "logs"
