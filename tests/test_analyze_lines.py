@@ -334,6 +334,25 @@ class TestWrappers:
             ("sglang", 0, 0), ("traceback", 0, 0), ("traceback", 0, 0)]
         assert relay[2]["ts"] == "2025-03-08T02:04:48.695"
 
+    def test_logger_prefixes_alone_date_their_lines(self, tmp_path: Path) -> None:
+        """A relaying Python logger's full date stands on its own; SGLang 0.4.2's vLLM-style
+        `ERROR 02-09 16:43:26 file.py:112] ` (no year) takes the year of the set, and its
+        traceback lines continue the logged record (sglang#3423)."""
+        logs = tmp_path / "logs"
+        write(logs, "relay.log", ["2025-03-08 02:04:48,695 - __main__ - INFO - RuntimeError: x"])
+        assert analyze([logs]).timeline.get_column("ts").to_list() == ["2025-03-08T02:04:48.695"]
+        write(logs, "vllm.log", [
+            "ERROR 02-09 16:43:26 tp_worker_overlap_thread.py:112] TpModelWorkerClient hit an "
+            "exception: Traceback (most recent call last):",
+            'ERROR 02-09 16:43:26 tp_worker_overlap_thread.py:112]   File "/sgl/tp_worker.py", '
+            "line 109, in forward_thread_func",
+        ])
+        timeline = analyze([logs]).timeline
+        rows = [row(timeline, "vllm.log", n) for n in (1, 2)]
+        assert [(r["ts"], r["role"]) for r in rows] == [
+            ("2025-02-09T16:43:26", "scheduler"), ("2025-02-09T16:43:26", "scheduler")]
+        assert rows[1]["source"] == "traceback"
+
     def test_ray_actor_pid_is_not_a_scheduler_pid(self, tmp_path: Path) -> None:
         """slime#369 shape: an SGLang engine actor's schedulers all print under the actor's
         `(SGLangEngine pid=6680)`. One prefixed TP3 line under it does not make 6680 TP3's

@@ -235,10 +235,16 @@ def _fill_from_wrappers(df: pl.DataFrame) -> pl.DataFrame:
             current = pl.col(name) if name in df.columns else pl.lit(None)
             fills.append(pl.coalesce(current, pl.col(wrapped)).alias(name))
     if "_w_ts" in df.columns:
-        fills.append(
-            pl.when(pl.col("ts_has_date").is_null() & pl.col("_w_ts").is_not_null())
-            .then(True)
-            .otherwise(pl.col("ts_has_date"))
-            .alias("ts_has_date")
-        )
+        from_wrapper = pl.col("ts_has_date").is_null() & pl.col("_w_ts").is_not_null()
+        fills.append(pl.when(from_wrapper).then(True).otherwise(pl.col("ts_has_date"))
+                     .alias("ts_has_date"))
+        # (a month-day wrapper stamp has the placeholder year; the others carry theirs)
+        no_year = pl.col("_w_no_year").fill_null(False) if "_w_no_year" in df.columns else False
+        current = pl.col("ts_has_year") if "ts_has_year" in df.columns else pl.lit(None)
+        fills.append(pl.when(from_wrapper).then(~no_year).otherwise(current)
+                     .alias("ts_has_year"))
+        # a vLLM-style logger prefix (`ERROR 02-09 16:43:26 file.py:112] `) on a plain message
+        # is a logging record's start; the lines of a traceback it logged keep their roles
+        fills.append(pl.when(no_year & (pl.col("source") == "other")).then(True)
+                     .otherwise(pl.col("starts_record")).alias("starts_record"))
     return df.with_columns(fills) if fills else df

@@ -18,6 +18,7 @@ Shapes (outermost first; every piece optional):
     collector        [2025-02-27T16:30:43.48675097Z]
     local collector  2025-03-27 17:31:09.952  sm228-a100-40g-23
     Python logging   2025-03-08 02:04:48,693 - __main__ - INFO -   (a caller relaying output)
+    vLLM-style       ERROR 02-09 16:43:26 tp_worker_overlap_thread.py:112]   (SGLang 0.4.2; no year)
     milabench        dinov2-giant-nodes.cn-d004 [stderr]
     Ray              \\x1b[36m(RayWorkerWrapper pid=270291, ip=10.175.94.190)\\x1b[0m  (or lost-ESC [36m)
     torchrun/NeMo    1067:[default0]:[rank0]:   nemo.collections.llm.api.pretrain/0 [default0]:
@@ -27,7 +28,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from logcorr.formats._common import NCCL_HOST, as_int, datetime_from
+from logcorr.formats._common import NCCL_HOST, as_int, datetime_from, month_day_stamp
 
 _COLOUR = r"(?:\x1b\[[0-9;?]*[A-Za-z]|\[[0-9;]{1,6}m)"
 _ISO = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?"
@@ -50,7 +51,9 @@ WRAP = (
     r"|\[(?P<coll>" + _ISO + r"Z)\] ?"
     r"|(?P<lts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3})  (?P<lhost>[^\s\[\]]+) "
     r"|(?P<pylog>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) - [\w.<>\-]+ - "
-    r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) - )?"
+    r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) - "
+    r"|(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) (?P<vmd>\d\d)-(?P<vday>\d\d) "
+    r"(?P<vhms>\d\d:\d\d:\d\d)(?:\.(?P<vfrac>\d+))? [\w.\-]+:\d+\] )?"
     r"(?:(?P<mhost>[\w.\-]+) \[(?:stdout|stderr)\] )?"
     r"(?: ?" + _COLOUR + r"?\(\w+ pid=(?P<rpid>\d+)(?:, ip=[\w.\-:]+)?\)(?: ?" + _COLOUR + r")? ?)?"
     r"(?: ?(?:(?:[\w.\-]+/\d+ |\d+:)?\[default\d+\]:)?(?:\[rank(?P<trank>\d+)\]:)+ ?"
@@ -61,7 +64,7 @@ WRAP = (
 _JUNK = r"\x1b\[[0-9;?]*[A-Za-z]|\[[0-9;]{1,6}m| ?\[repeated \d+x across cluster\]"
 _JUNK_HINT = r"\x1b|\[repeated |\[[0-9;]{1,6}m"
 # First characters a wrapped line can start with (a SGLang `[YYYY-MM-DD HH` line never is).
-_WRAP_STARTS = r"^(?:[A-Za-z][\w.\-]*[-_]\d+ +\| |[\x00\x1b(0-9]| [\[(\x1b]|\[(?:\d{1,9}\]|20\d\d-\d\d-\d\dT|default|rank|\d\dm|\d;|pod/)|[\w.\-]+ \[std|[\w.\-]+/\d+ \[def)"
+_WRAP_STARTS = r"^(?:(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d |[A-Za-z][\w.\-]*[-_]\d+ +\| |[\x00\x1b(0-9]| [\[(\x1b]|\[(?:\d{1,9}\]|20\d\d-\d\d-\d\dT|default|rank|\d\dm|\d;|pod/)|[\w.\-]+ \[std|[\w.\-]+/\d+ \[def)"
 
 
 def peel(df: pl.DataFrame) -> pl.DataFrame:
@@ -102,13 +105,16 @@ def _wrapper_fields(df: pl.DataFrame) -> pl.DataFrame:
         ).dt.convert_time_zone("UTC"),
         _w_ts=pl.coalesce(datetime_from(pl.col("lts"), "%Y-%m-%d %H:%M:%S%.3f"),
                           datetime_from(pl.col("pylog").str.replace(",", ".", literal=True),
-                                        "%Y-%m-%d %H:%M:%S%.3f")),
+                                        "%Y-%m-%d %H:%M:%S%.3f"),
+                          month_day_stamp(pl.col("vmd") + pl.col("vday"), pl.col("vhms"),
+                                          pl.col("vfrac"))),
+        _w_no_year=pl.col("vmd").is_not_null(),
         _w_host=pl.coalesce("lhost", "mhost"),
         _w_torch_rank=as_int(pl.col("trank"), pl.Int32()),
         _w_stream=pl.coalesce("kpod", pl.lit("pid=") + pl.col("rpid"),
                               pl.lit("task=") + pl.col("task"), "compose"),
     ).drop("wrap", "cri", "kts", "loki", "coll", "lts", "lhost", "mhost", "rpid", "trank",
-           "kpod", "task", "compose", "pylog")
+           "kpod", "task", "compose", "pylog", "vmd", "vday", "vhms", "vfrac")
 
 
 def clean(body: pl.Expr) -> pl.Expr:
