@@ -69,6 +69,8 @@ DUMP_STEMS = ("Received a dump signal", "preparing to dump debug info",
 # `{debug_name} watchdog timeout (self.watchdog_timeout=…)` (utils/watchdog.py: Scheduler,
 # DetokenizerManager, TokenizerManager, DataParallelController), older `Watchdog timeout (…)`
 SGLANG_WATCHDOG_STEMS = (" watchdog timeout (self.watchdog_timeout", "Watchdog timeout (self.watchdog_timeout")
+# The HTTP server's health check got no answer through the detokenizer (http_server.py 0.4-0.5)
+HEALTH_STEMS = ("Health check failed. Server couldn't get a response",)
 # Startup phases in order: (name, begin stem, end stem).
 PHASES = (
     ("distributed init", ("Init torch distributed begin", "Init parallel begin"),
@@ -79,7 +81,7 @@ PHASES = (
      ("Capture cuda graph end", "CUDA graph end")),
 )
 ALL_STEMS = tuple(sorted({*CRASH_STEMS, *CASCADE_STEMS, *TIMEOUT_STEMS, *SGLANG_WATCHDOG_STEMS,
-                          *DUMP_STEMS, "Pyspy dump", "NCCL WARN",
+                          *DUMP_STEMS, *HEALTH_STEMS, "Pyspy dump", "NCCL WARN",
                           *(stem for _, begins, ends in PHASES for stem in begins + ends)}))
 # Lines a serving scheduler prints while it makes progress (only the ranks that print batch
 # statistics: attention-TP rank 0 of each DP rank, and only while they have requests)
@@ -226,6 +228,7 @@ def diagnose(ctx: Context, contradictions: list[dict[str, object]]) -> list[Find
     crashed = {p["world_rank"] for f in crashes for p in f.processes}
     findings += hang_findings(ctx, crashed)
     findings += watchdog_findings(ctx, findings)
+    findings += unresponsive_findings(ctx, findings)
     findings += init_findings(ctx)
     findings += missing_findings(ctx)
     findings += stalled_findings(ctx, findings)
@@ -656,6 +659,18 @@ def init_findings(ctx: Context) -> list[Finding]:
         behind = index < best or (index == best and len(open_phase) < len(reached))
         if behind and reached[proc] == index:
             stuck.setdefault(index, []).append((proc, row))
+    at_best = [(p, row) for p, (index, row) in open_phase.items() if index == best]
+    if len(at_best) >= 2 and len(at_best) == len(reached):  # nobody got further, nobody ended
+        procs = sorted(p for p, _ in at_best)
+        findings.append(Finding(
+            "init-hang", "warning",
+            f"all {len(procs)} processes that logged began {PHASES[best][0]} and none finished "
+            "it: the whole deployment stalls there (a peer outside these logs, the network, "
+            "storage), or the logs end there", waiting=ctx.who(procs),
+            first_ts=_iso(min((r["ts_full"] for _, r in at_best if r["ts_full"]), default=None)),
+            evidence=ctx.cite(pl.DataFrame([{"file_id": r["file_id"], "line": r["line"]}
+                                            for _, r in at_best],
+                                           schema={"file_id": pl.UInt32, "line": pl.UInt32}))))
     for index, items in sorted(stuck.items()):
         name = PHASES[index][0]
         procs = [p for p, _ in items]
@@ -810,6 +825,36 @@ def watchdog_findings(ctx: Context, earlier: list[Finding]) -> list[Finding]:
                     first_ts=_iso(times.min()) if times.len() else None,  # type: ignore[arg-type]
                     last_ts=_iso(times.max()) if times.len() else None,  # type: ignore[arg-type]
                     evidence=evidence)]
+
+
+_HEARTBEAT = regex.compile(r"for last (\d+) seconds\. tic start time: (\S+)\. "
+                           r"last_heartbeat time: (\S+)")
+
+
+def unresponsive_findings(ctx: Context, earlier: list[Finding]) -> list[Finding]:
+    """The HTTP server's health check got no answer (`Health check failed. Server couldn't get
+    a response from detokenizer …`): requests stopped flowing through the schedulers. Nothing
+    in these lines names who stopped; the schedulers' last lines bound when. Not reported
+    when an error finding (a crash, a hang, a watchdog) already explains it."""
+    if any(f.severity == "error" for f in earlier):
+        return []
+    failed = ctx.events.filter(_contains_any(HEALTH_STEMS)).sort("order")
+    if failed.height == 0:
+        return []
+    first = failed.row(0, named=True)
+    found = _HEARTBEAT.search(str(first["text"]))
+    summary = (f"the server stopped answering its health check {failed.height} time(s)"
+               + (f": no response for {found.group(1)} s at {found.group(2)}, the last response "
+                  f"(heartbeat) at {found.group(3)}" if found else ""))
+    quiet = ctx.last.get_column("ts_full").drop_nulls() if ctx.last.height else None
+    if quiet is not None and quiet.len():
+        summary += (f"; the schedulers' last lines are between {_iso(quiet.min())} and "  # type: ignore[arg-type]
+                    f"{_iso(quiet.max())}")  # type: ignore[arg-type]
+    times = failed.get_column("ts_full").drop_nulls()
+    return [Finding("unresponsive", "error", summary,
+                    first_ts=_iso(times.min()) if times.len() else None,  # type: ignore[arg-type]
+                    last_ts=_iso(times.max()) if times.len() else None,  # type: ignore[arg-type]
+                    evidence=ctx.cite(failed))]
 
 
 def stalled_findings(ctx: Context, earlier: list[Finding]) -> list[Finding]:

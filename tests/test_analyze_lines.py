@@ -1164,3 +1164,29 @@ class TestNcclInit:
         init = next(f for f in analyze([logs], config=config(tmp_path, {"tp_size": 8})).findings
                     if f.kind == "init-hang")
         assert init.processes == [] and len(init.waiting) == 8
+
+
+class TestWholeServerStalls:
+    """Stalls that no member's own line explains."""
+
+    def test_health_check_failures_are_reported(self, tmp_path: Path) -> None:
+        logs = tmp_path / "logs"
+        write(logs, "s.log", [
+            *_decode(range(4), 10),
+            "[2026-01-10 10:05:20] Health check failed. Server couldn't get a response from "
+            "detokenizer for last 20 seconds. tic start time: 10:05:00. last_heartbeat time: "
+            "10:00:10",
+        ])
+        found = analyze([logs], config=config(tmp_path, {"tp_size": 4})).findings
+        assert [(f.kind, f.severity, f.processes) for f in found] == [
+            ("unresponsive", "error", [])]
+        assert "the last response (heartbeat) at 10:00:10" in found[0].summary
+
+    def test_every_process_stuck_in_one_startup_phase(self, tmp_path: Path) -> None:
+        """sglang#7478 shape: the log ends after every rank's `Init torch distributed begin`."""
+        logs = tmp_path / "logs"
+        write(logs, "s.log", [f"[2025-06-23 10:00:00 TP{r}] Init torch distributed begin."
+                              for r in range(4)])
+        found = analyze([logs], config=config(tmp_path, {"tp_size": 4})).findings
+        stall = [f for f in found if f.kind == "init-hang"]
+        assert [(f.severity, f.processes, len(f.waiting)) for f in stall] == [("warning", [], 4)]
