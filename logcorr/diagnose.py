@@ -71,6 +71,11 @@ DUMP_STEMS = ("Received a dump signal", "preparing to dump debug info",
 SGLANG_WATCHDOG_STEMS = (" watchdog timeout (self.watchdog_timeout", "Watchdog timeout (self.watchdog_timeout")
 # The HTTP server's health check got no answer through the detokenizer (http_server.py 0.4-0.5)
 HEALTH_STEMS = ("Health check failed. Server couldn't get a response",)
+# PD disaggregation: a decode/prefill instance lost its peer (mooncake/nixl conn: 0.5.9
+# `Losing connection with prefill instance`, 0.5.23 `Lost connection with …`) and the KV
+# transfers that failed with it
+PEER_STEMS = ("connection with prefill instance", "connection with decode instance")
+TRANSFER_STEMS = ("Decode transfer failed", "Prefill transfer failed")
 # Startup phases in order: (name, begin stem, end stem).
 PHASES = (
     ("distributed init", ("Init torch distributed begin", "Init parallel begin"),
@@ -81,7 +86,8 @@ PHASES = (
      ("Capture cuda graph end", "CUDA graph end")),
 )
 ALL_STEMS = tuple(sorted({*CRASH_STEMS, *CASCADE_STEMS, *TIMEOUT_STEMS, *SGLANG_WATCHDOG_STEMS,
-                          *DUMP_STEMS, *HEALTH_STEMS, "Pyspy dump", "NCCL WARN",
+                          *DUMP_STEMS, *HEALTH_STEMS, *PEER_STEMS, *TRANSFER_STEMS,
+                          "Pyspy dump", "NCCL WARN",
                           *(stem for _, begins, ends in PHASES for stem in begins + ends)}))
 # Lines a serving scheduler prints while it makes progress (only the ranks that print batch
 # statistics: attention-TP rank 0 of each DP rank, and only while they have requests)
@@ -229,6 +235,7 @@ def diagnose(ctx: Context, contradictions: list[dict[str, object]]) -> list[Find
     findings += hang_findings(ctx, crashed)
     findings += watchdog_findings(ctx, findings)
     findings += unresponsive_findings(ctx, findings)
+    findings += transfer_findings(ctx)
     findings += init_findings(ctx)
     findings += missing_findings(ctx)
     findings += stalled_findings(ctx, findings)
@@ -855,6 +862,37 @@ def unresponsive_findings(ctx: Context, earlier: list[Finding]) -> list[Finding]
                     first_ts=_iso(times.min()) if times.len() else None,  # type: ignore[arg-type]
                     last_ts=_iso(times.max()) if times.len() else None,  # type: ignore[arg-type]
                     evidence=ctx.cite(failed))]
+
+
+_PEER = regex.compile(r"connection with (prefill|decode) instance \(bootstrap_addr: ([^)]*)\)"
+                      r"(?:, (\d+) requests? affected)?")
+
+
+def transfer_findings(ctx: Context) -> list[Finding]:
+    """PD disaggregation: the peer instance was lost, or KV transfers failed. The processes
+    that report it are on the side that survived: listed as waiting, not as culprits."""
+    lost = ctx.events.filter(_contains_any(PEER_STEMS)).sort("order")
+    failed = ctx.events.filter(_contains_any(TRANSFER_STEMS)).sort("order")
+    if lost.height == 0 and failed.height == 0:
+        return []
+    peers: dict[tuple[str, str], int] = {}
+    for text in lost.get_column("text").to_list():
+        found = _PEER.search(str(text))
+        if found:
+            key = (found.group(1), found.group(2))
+            peers[key] = peers.get(key, 0) + int(found.group(3) or 0)
+    parts = [f"lost the {side} instance at {addr}" + (f" ({n} requests affected)" if n else "")
+             for (side, addr), n in peers.items()]
+    if failed.height:
+        parts.append(f"{failed.height} KV transfer(s) failed")
+    both = pl.concat([lost, failed]).sort("order")
+    times = both.get_column("ts_full").drop_nulls()
+    return [Finding("disagg-transfer", "warning",
+                    "PD disaggregation: " + "; ".join(parts or ["the peer instance was lost"]),
+                    first_ts=_iso(times.min()) if times.len() else None,  # type: ignore[arg-type]
+                    last_ts=_iso(times.max()) if times.len() else None,  # type: ignore[arg-type]
+                    evidence=ctx.cite(both),
+                    waiting=ctx.who(both.get_column("proc").drop_nulls().to_list()))]
 
 
 def stalled_findings(ctx: Context, earlier: list[Finding]) -> list[Finding]:

@@ -1190,3 +1190,21 @@ class TestWholeServerStalls:
         found = analyze([logs], config=config(tmp_path, {"tp_size": 4})).findings
         stall = [f for f in found if f.kind == "init-hang"]
         assert [(f.severity, f.processes, len(f.waiting)) for f in stall] == [("warning", [], 4)]
+
+    def test_a_lost_disaggregation_peer_is_a_warning(self, tmp_path: Path) -> None:
+        logs = tmp_path / "logs"
+        write(logs, "decode.log", [
+            *_decode(range(4), 10),
+            "[2026-01-10 10:00:20 TP0] Losing connection with prefill instance (bootstrap_addr: "
+            "10.0.0.5:8998), 12 requests affected",
+            "[2026-01-10 10:00:21 TP1] Decode transfer failed for request rank=1 req.rid='a' "
+            "with exception KVTransferError(bootstrap_room=7): Failed to get kvcache from prefill",
+        ])
+        found = analyze([logs], config=config(tmp_path, {
+            "tp_size": 4, "disaggregation_mode": "decode"})).findings
+        assert [(f.kind, f.severity, f.processes) for f in found] == [
+            ("disagg-transfer", "warning", [])]
+        assert found[0].summary == ("PD disaggregation: lost the prefill instance at "
+                                    "10.0.0.5:8998 (12 requests affected); 1 KV transfer(s) "
+                                    "failed")
+        assert [p["world_rank"] for p in found[0].waiting] == [0, 1]
