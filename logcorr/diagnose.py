@@ -257,7 +257,8 @@ def crash_findings(ctx: Context) -> list[Finding]:
     fatal = rows.filter((_contains_any(CRASH_STEMS) | pl.col("text").str.contains(CHILD_DIED))
                         & ~pl.col("text").str.contains("NCCL WARN", literal=True)
                         & ~pl.col("text").str.contains(_CLEAN_EXIT))
-    fatal = _named_by_pid(ctx, fatal.filter(~_timeout_abort(rows, fatal)))
+    fatal = _named_by_pid(ctx, fatal.filter(~_timeout_abort(rows, fatal)
+                                            & ~_reaped_after_timeout(rows, fatal)))
     crash = fatal.filter(pl.col("proc").is_not_null())
     unnamed = fatal.filter(pl.col("proc").is_null()).sort("order")
     if crash.height == 0:
@@ -308,7 +309,9 @@ def _unnamed_crash(ctx: Context, unnamed: pl.DataFrame, waiting: list[int] | Non
     if unnamed.height == 0:
         return []
     first = unnamed.row(0, named=True)
-    who = _unnamed(first.get("role"))
+    # (the main process or a launcher reports a child's death: the dead one is a scheduler)
+    reaped = any(stem in str(first["text"]) for stem in REAPED_STEMS)
+    who = _unnamed("scheduler" if reaped else first.get("role"))
     detail = _exception_text(_record(ctx.rows, first), first)
     what = ctx.events.filter((pl.col("file_id") == first["file_id"])
                              & (pl.col("line") == first["line"] + 1)
@@ -351,6 +354,22 @@ def _timeout_abort(events: pl.DataFrame, fatal: pl.DataFrame) -> pl.Series:
     primary = fatal.select(_contains_any(("illegal memory access", "CUDA error:",
                                           "CUDA Error:"))).to_series()
     return (own | after) & ~primary
+
+
+# lines by which the main process, DP controller or a node's launcher reports a dead child
+REAPED_STEMS = ("crashed with exit code", "Scheduler or DataParallelController",
+                "scheduler is dead", "scheduler died during initialization")
+
+
+def _reaped_after_timeout(events: pl.DataFrame, fatal: pl.DataFrame) -> pl.Series:
+    """A child's death reported after a collective timeout or a hard SGLang watchdog: the
+    process was taken down for the hang (the hang or watchdog finding explains it)."""
+    hung = events.filter(_contains_any(TIMEOUT_STEMS + SGLANG_WATCHDOG_STEMS)
+                         & ~pl.col("text").str.contains("self.soft=True", literal=True))
+    if hung.height == 0:
+        return pl.repeat(False, fatal.height, eager=True)
+    first = hung.get_column("order").min()
+    return fatal.select(_contains_any(REAPED_STEMS) & (pl.col("order") > first)).to_series()
 
 
 def _named_by_pid(ctx: Context, fatal: pl.DataFrame) -> pl.DataFrame:
@@ -667,7 +686,14 @@ def init_findings(ctx: Context) -> list[Finding]:
         if behind and reached[proc] == index:
             stuck.setdefault(index, []).append((proc, row))
     at_best = [(p, row) for p, (index, row) in open_phase.items() if index == best]
-    if len(at_best) >= 2 and len(at_best) == len(reached):  # nobody got further, nobody ended
+    last_seen = {int(p): t for p, t in ctx.last.select("proc", "ts_full").iter_rows()}
+    # nobody got further, nobody ended it, nobody printed a batch or any timed line long after
+    # (a run whose logs lack the end message has gone on), no other startup finding
+    ended_there = all(r["ts_full"] is not None and last_seen.get(p) is not None
+                      and (last_seen[p] - r["ts_full"]).total_seconds() <= STALL_SECONDS
+                      for p, r in at_best)
+    if (len(at_best) >= 2 and len(at_best) == len(reached) and ended_there and not findings
+            and ctx.progress.height == 0):
         procs = sorted(p for p, _ in at_best)
         findings.append(Finding(
             "init-hang", "warning",

@@ -673,6 +673,12 @@ def _by_continuation(frame: pl.DataFrame, crowded: pl.DataFrame, shared: list[in
     header_proc = pl.col("proc").gather(pl.col("_head_row"))
     header_role = pl.col("role").gather(pl.col("_head_row"))
     header_crowded = pl.col("_crowded").gather(pl.col("_head_row"))
+    # a record glued into the middle of another's line (part > 0) takes the next lines only
+    # when it announces them (`…: Traceback (most recent call last):`): a hard-wrapped tail
+    # after it may be the first part's as well
+    glued = (pl.col("part") > 0) & ~pl.col("text").str.strip_chars_end().str.ends_with(":")
+    header_glued = pl.when(pl.col("part").max() > 0).then(
+        glued.gather(pl.col("_head_row"))).otherwise(False)
     # a line a wrapper puts in another output stream (another pod, another Ray worker) than
     # its record's header is not part of that record
     other_stream = _other_stream()
@@ -680,7 +686,7 @@ def _by_continuation(frame: pl.DataFrame, crowded: pl.DataFrame, shared: list[in
     printed = pl.lit(_printed(frame, shared or []))
     inherit = (pl.col("proc").is_null() & ~starts & (pl.col("record") > 0) & ~pl.col("conflict")
                & ~header_crowded & (pl.col("source") != "tqdm").fill_null(True) & ~other_stream
-               & ~printed)
+               & ~printed & ~header_glued)
     return frame.with_columns(
         pl.when(inherit).then(header_proc).otherwise(pl.col("proc")).alias("proc"),
         pl.when(inherit & header_proc.is_not_null()).then(pl.lit("continuation"))
@@ -689,6 +695,7 @@ def _by_continuation(frame: pl.DataFrame, crowded: pl.DataFrame, shared: list[in
         .alias("role"),
         (~starts & header_crowded & pl.col("proc").is_null()).alias("interleaved"),
         (pl.col("proc").is_null() & ~starts & printed).alias("_printed"),
+        (pl.col("proc").is_null() & ~starts & header_glued).alias("_after_glued"),
     ).drop("_crowded")
 
 
@@ -827,6 +834,8 @@ def _explain_unattributed(frame: pl.DataFrame) -> pl.DataFrame:
            .when(pl.col("interleaved")).then(pl.lit("interleaved records"))
            .when(pl.col("_printed").fill_null(False))
            .then(pl.lit("plain line in a shared file"))
+           .when(pl.col("_after_glued").fill_null(False))
+           .then(pl.lit("after a glued line"))
            .when(pl.col("_foreign").fill_null(False))
            .then(pl.lit("group rank not the file's process"))
            .when(has_tokens).then(pl.lit("prefix outside topology"))
@@ -836,4 +845,5 @@ def _explain_unattributed(frame: pl.DataFrame) -> pl.DataFrame:
            .when(pl.col("pid").is_not_null()).then(pl.lit("pid not linked to a process"))
            .when(pl.col("source") == "sglang").then(pl.lit("no rank prefix"))
            .otherwise(pl.lit("no identifying field")))
-    return frame.with_columns(why.alias("why")).drop("_foreign", "_printed", strict=False)
+    return frame.with_columns(why.alias("why")).drop("_foreign", "_printed", "_after_glued",
+                                                      strict=False)

@@ -1208,3 +1208,61 @@ class TestWholeServerStalls:
                                     "10.0.0.5:8998 (12 requests affected); 1 KV transfer(s) "
                                     "failed")
         assert [p["world_rank"] for p in found[0].waiting] == [0, 1]
+
+    def test_no_startup_stall_when_the_run_went_on(self, tmp_path: Path) -> None:
+        """No `Init torch distributed ends` in the logs, but batches later: init finished."""
+        logs = tmp_path / "logs"
+        write(logs, "s.log", [
+            *(f"[2026-11-29 10:00:04 TP{r}] Init torch distributed begin." for r in range(2)),
+            *(f"[2026-11-29 10:01:00 TP{r}] Decode batch, #running-req: 3" for r in range(2)),
+        ])
+        assert analyze([logs], config=config(tmp_path, {"tp_size": 2})).findings == []
+
+
+class TestReapedChildren:
+    """The main process / launcher reports a child's death."""
+
+    def test_a_child_reaped_after_a_hang_is_the_hang_s_cascade(self, tmp_path: Path) -> None:
+        logs = tmp_path / "logs"
+        write(logs, "s.log", [
+            *_decode(range(4), 0),
+            "[2026-01-10 10:05:10 TP2] Scheduler watchdog timeout (self.watchdog_timeout=300, "
+            "self.soft=False)",
+            "[2026-01-10 10:05:11] Subprocess scheduler_2 (pid=3417555) crashed with exit code "
+            "-6. Triggering SIGQUIT for cleanup...",
+        ])
+        found = analyze([logs], config=config(tmp_path, {"tp_size": 4})).findings
+        assert [f.kind for f in found] == ["watchdog-timeout"]
+
+    def test_an_unnamed_dead_child_is_a_scheduler_not_the_main_process(
+            self, tmp_path: Path) -> None:
+        logs = tmp_path / "logs"
+        write(logs, "s.log", [*_decode(range(4), 0),
+                              "[2026-01-10 10:00:21] Rank 0 scheduler is dead. Please check if "
+                              "there are relevant logs."])
+        crash = next(f for f in analyze([logs], config=config(tmp_path, {"tp_size": 4})).findings
+                     if f.kind == "crash")
+        assert crash.summary.startswith("a scheduler that no line identifies crashed: Rank 0 "
+                                        "scheduler is dead")
+
+
+def test_a_tail_after_a_glued_record_is_nobody_s(tmp_path: Path) -> None:
+    """`[rank3]:…before timing[rank5]:…timing out.` then ` out.`: the wrapped tail may be rank
+    3's as well as rank 5's; a glued record that announces what follows (`…:`) keeps it."""
+    logs = tmp_path / "logs"
+    write(logs, "node0.log", [
+        "[rank3]:[E1129 10:11:09.1 ProcessGroupNCCL.cpp:632] [PG ID 2 PG GUID 3(tp:device) Rank "
+        "3] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=41, OpType=ALLREDUCE) "
+        "ran for 600081 milliseconds before timing[rank5]:[E1129 10:11:09.2 ProcessGroupNCCL.cpp"
+        ":632] [PG ID 2 PG GUID 3(tp:device) Rank 5] Watchdog caught collective operation "
+        "timeout: WorkNCCL(SeqNum=41, OpType=ALLREDUCE) ran for 600081 milliseconds before timing"
+        " out.",
+        " out.",
+        "Extension modules: numpy.core._multiarray_umath[2026-11-29 10:11:10 TP3] Scheduler hit "
+        "an exception: Traceback (most recent call last):",
+        '  File "/sgl/scheduler.py", line 2912, in run_scheduler_process',
+    ])
+    detail = analyze([logs], config=config(tmp_path, {"tp_size": 8})).detail
+    tail = row(detail, "node0.log", 2)
+    assert (tail["world_rank"], tail["why"]) == (None, "after a glued line")
+    assert row(detail, "node0.log", 4)["world_rank"] == 3
