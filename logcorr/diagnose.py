@@ -749,13 +749,22 @@ def _nccl_init_findings(ctx: Context) -> list[Finding]:
             summary += (f"; comm rank(s) {absent} never logged Init START, and NCCL's bootstrap "
                         "waits for every rank")
             if culprits:
-                summary += f" ({', '.join(_name(ctx.people[p]) for p in culprits)})"
+                summary += f" ({', '.join(_name(_person(ctx, p)) for p in culprits)})"
         else:
             summary += "; every rank started, so the bootstrap itself (network, ports) stalls"
-        findings.append(Finding("init-hang", "error", summary, ctx.who(culprits),
+        findings.append(Finding("init-hang", "error", summary,
+                                [_person(ctx, p) for p in culprits],
                                 evidence=ctx.cite(hung),
                                 waiting=ctx.who(hung["proc"].drop_nulls().to_list())))
     return sorted(findings, key=lambda f: f.summary)
+
+
+def _person(ctx: Context, proc: int) -> dict[str, Any]:
+    """Who `proc` is: from its lines, else (a process that left none) from the topology."""
+    if proc in ctx.people or ctx.topology is None:
+        return ctx.people.get(proc, {})
+    process = ctx.topology.processes[proc]
+    return {name: getattr(process, name) for name in COORDINATES} | {"host": None, "pid": None}
 
 
 def _absent_members(ctx: Context, started: pl.DataFrame, nranks: int | None,
@@ -764,7 +773,7 @@ def _absent_members(ctx: Context, started: pl.DataFrame, nranks: int | None,
     sit at those ranks of exactly one group instance of `nranks` members."""
     topology = ctx.topology
     rows = [(int(p), int(r)) for p, r in started.select("proc", "comm_rank").drop_nulls()
-            .unique().iter_rows() if int(p) in ctx.people]
+            .unique().iter_rows()]
     if topology is None or not rows or nranks is None:
         return []
     world = topology.sizes.world
@@ -798,8 +807,7 @@ def missing_findings(ctx: Context) -> list[Finding]:
     findings = []
     for node, procs in sorted(by_node.items()):
         whole = node not in nodes_seen
-        people = [{name: getattr(ctx.topology.processes[p], name) for name in COORDINATES}
-                  | {"host": None, "pid": None} for p in procs]
+        people = [_person(ctx, p) for p in procs]
         summary = (f"node {node}: none of its {len(procs)} scheduler(s) left a line; its log "
                    "is missing entirely" if whole else
                    f"{len(procs)} scheduler(s) on node {node} left no line: "

@@ -1154,6 +1154,10 @@ class TestNcclInit:
         analysis = analyze([logs], config=config(tmp_path, {"tp_size": 8}))
         init = next(f for f in analysis.findings if f.kind == "init-hang")
         assert [p["world_rank"] for p in init.processes] == [5]
+        (logs / "rank5.log").unlink()  # the culprit left no line at all
+        init = next(f for f in analyze([logs], config=config(tmp_path, {"tp_size": 8})).findings
+                    if f.kind == "init-hang")
+        assert [p["world_rank"] for p in init.processes] == [5]
         assert [p["world_rank"] for p in init.waiting] == [0, 1, 2, 3, 4, 6, 7]
         assert "comm rank(s) [5] never logged Init START" in init.summary
 
