@@ -676,9 +676,13 @@ def _by_continuation(frame: pl.DataFrame, crowded: pl.DataFrame, shared: list[in
     # a record glued into the middle of another's line (part > 0) takes the next lines only
     # when it announces them (`…: Traceback (most recent call last):`): a hard-wrapped tail
     # after it may be the first part's as well
-    glued = (pl.col("part") > 0) & ~pl.col("text").str.strip_chars_end().str.ends_with(":")
-    header_glued = pl.when(pl.col("part").max() > 0).then(
-        glued.gather(pl.col("_head_row"))).otherwise(False)
+    header_glued = pl.lit(False)
+    parts = frame.get_column("part")
+    if parts.max() > 0:  # type: ignore[operator]
+        at = (parts > 0).arg_true()  # (their text is read on those few rows only)
+        open_ = frame.get_column("text").gather(at).str.strip_chars_end().str.ends_with(":")
+        glued = pl.repeat(False, frame.height, eager=True).scatter(at.filter(~open_), True)
+        header_glued = pl.lit(glued).gather(pl.col("_head_row"))
     # a line a wrapper puts in another output stream (another pod, another Ray worker) than
     # its record's header is not part of that record
     other_stream = _other_stream()
