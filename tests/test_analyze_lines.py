@@ -1031,8 +1031,18 @@ class TestDiagnosisOfSGLangMessages:
         ])
         timeline = analyze([logs], config=config(tmp_path, {"tp_size": 1})).timeline
         assert [row(timeline, "s.log", n)["world_rank"] for n in range(1, 4)] == [None] * 3
-        assert row(timeline, "s.log", 2)["role"] == "detokenizer"
+        assert [row(timeline, "s.log", n)["role"] for n in (2, 3)] == ["detokenizer"] * 2
         assert [row(timeline, "s.log", n)["pid"] for n in (4, 5)] == [6101, 6101]
+        # the main process's dump of a scheduler before a crash: the stack is that scheduler's
+        write(logs, "s.log", [
+            "[2026-01-10 10:00:00 TP1] Decode batch, #running-req: 1",
+            "[2026-01-10 10:05:26] Pyspy dump for PID 5001 (py-spy dump --native --pid 5001):",
+            "Process 5001: sglang::scheduler_TP1",
+            'Thread 5001 (idle): "MainThread"',
+            "    all_reduce (torch/distributed/distributed_c10d.py:2501)",
+        ])
+        timeline = analyze([logs], config=config(tmp_path, {"tp_size": 2})).timeline
+        assert [row(timeline, "s.log", n)["world_rank"] for n in range(2, 6)] == [None, 1, 1, 1]
 
     def test_a_member_whose_dump_shows_it_behind_is_the_culprit(self, tmp_path: Path) -> None:
         """Rank 5 printed only the flight-recorder dump line of the TP group, whose counters say

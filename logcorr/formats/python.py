@@ -91,7 +91,10 @@ def parse(df: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     chained = pl.col("_chained") if "_chained" in df.columns else pl.lit(False)
     good = df.filter(pl.col("_src").is_not_null()).with_columns(
         source=pl.col("_src"),
-        starts_record=BODY.str.contains(OPENS) & ~chained.fill_null(False),
+        # (py-spy's `Process N: title` opens its dump even after `Pyspy dump for PID N (…):`:
+        # the title names the dumped process, which the line before may not)
+        starts_record=(BODY.str.contains(OPENS) & ~chained.fill_null(False))
+        | BODY.str.contains(_PROCESS),
         link_pid=as_int(BODY.str.extract(_PROCESS, 1), pl.Int64()),
         proctitle=BODY.str.extract(_PROCESS, 2),
         tid=as_int(BODY.str.extract(_THREAD, 1), pl.Int64()),
