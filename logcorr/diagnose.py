@@ -25,7 +25,7 @@ from __future__ import annotations
 import statistics
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 import polars as pl
@@ -287,9 +287,16 @@ def crash_findings(ctx: Context) -> list[Finding]:
                     f"first at {where['file']}:{where['line']})")
     if later.height:
         summary += f"; {later.height} other process(es) failed after it"
+    warned = _nccl_warnings_before(ctx, root)
+    if warned.height:
+        others = sorted({_name(ctx.people[int(p)]) for p in warned["proc"].drop_nulls()
+                         if int(p) in ctx.people and int(p) != root["proc"]})
+        if others:
+            summary += f"; NCCL warned before it on {', '.join(others)}"
     summary += _CASCADE_NOTE if cascade.height else ""
     evidence = ctx.cite(pl.concat([firsts.head(1).select("file_id", "line"),
                                    record.tail(1).select("file_id", "line"),
+                                   warned.select("file_id", "line"),
                                    later.select("file_id", "line"),
                                    cascade.select("file_id", "line")]), limit=12)
     return [Finding("crash", "error", summary, ctx.who([root["proc"]]),
@@ -298,6 +305,21 @@ def crash_findings(ctx: Context) -> list[Finding]:
                                                      cascade.select("ts_full")]))),
                     evidence=evidence,
                     waiting=ctx.who(later["proc"].to_list()))]
+
+
+_WARN_WINDOW = timedelta(minutes=10)
+
+
+def _nccl_warnings_before(ctx: Context, root: dict[str, Any]) -> pl.DataFrame:
+    """NCCL WARN lines before the root crash (a peer's failed connection often comes first,
+    and NCCL lines print no time of their own): the first one of each process, within ten
+    minutes of the root when they have a time."""
+    warns = ctx.events.filter(pl.col("text").str.contains("NCCL WARN", literal=True)
+                              & (pl.col("order") < root["order"]))
+    if root["ts_full"] is not None:
+        warns = warns.filter(pl.col("ts_full").is_null()
+                             | (pl.col("ts_full") >= root["ts_full"] - _WARN_WINDOW))
+    return warns.group_by("proc", maintain_order=True).first()
 
 
 def _unnamed_crash(ctx: Context, unnamed: pl.DataFrame, waiting: list[int] | None = None

@@ -1280,3 +1280,22 @@ def test_a_tail_after_a_glued_record_is_nobody_s(tmp_path: Path) -> None:
     tail = row(detail, "node0.log", 2)
     assert (tail["world_rank"], tail["why"]) == (None, "after a glued line")
     assert row(detail, "node0.log", 4)["world_rank"] == 3
+
+
+def test_nccl_warnings_of_other_ranks_before_a_crash_are_cited(tmp_path: Path) -> None:
+    """sglang#5594 shape: TP7's failed connection is NCCL's first word, TP0 raises after."""
+    logs = tmp_path / "logs"
+    write(logs, "node0.log", [
+        "h100-15:139:1092 [7] socket.c:485 NCCL WARN socketStartConnect: Connect to "
+        "10.0.0.82<38455> failed : Software caused connection abort",
+        "h100-15:132:132 [0] NCCL INFO init.cc:1263 -> 2",
+        "h100-15:139:139 [7] NCCL INFO init.cc:1263 -> 2",
+        "[2025-04-21 07:28:41 TP0] Scheduler hit an exception: Traceback (most recent call last):",
+        "torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1970, "
+        "unhandled system error",
+    ])
+    crash = next(f for f in analyze([logs], config=config(tmp_path, {"tp_size": 8})).findings
+                 if f.kind == "crash")
+    assert [p["world_rank"] for p in crash.processes] == [0]
+    assert "NCCL warned before it on world rank 7" in crash.summary
+    assert {"file": "node0.log", "line": 1} in crash.evidence
