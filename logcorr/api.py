@@ -399,9 +399,11 @@ def _attribute_pass(chunks: list[Path], attribution: Attribution, crowded: pl.Da
             first_file = int(chunk["file_id"][0])
             if ghost is not None and int(ghost["file_id"][0]) != first_file:
                 ghost = None
+            after = _after(chunk, chunks[index + 1] if more else None)
+            chunk = chunk.with_columns(_before_warn=_blank_before_warn(chunk, after))
             attributed = attribute(chunk, attribution, crowded, ghost)
             ghost = next_ghost(chunk, ghost, attributed)
-            attributed = attributed.filter(~pl.col("_ghost")).drop("_file_head")
+            attributed = attributed.filter(~pl.col("_ghost")).drop("_file_head", "_before_warn")
             if pending is not None and int(pending["file_id"][0]) != first_file:
                 write(pending)  # its file ended without a time
                 pending = None
@@ -409,7 +411,7 @@ def _attribute_pass(chunks: list[Path], attribution: Attribution, crowded: pl.Da
             frame = sort_key(frame, clock_offsets, carry)
             carry = next_carry(frame, carry)
             frame = _contract(frame, attribution, names, file_nodes)
-            frame = frame.with_columns(_following(frame, chunks[index + 1] if more else None))
+            frame = frame.with_columns(_following(frame, after))
             if pending is not None:
                 frame = _release(pending, frame)
                 pending = None
@@ -455,10 +457,10 @@ def _write(workspace: Workspace, frame: pl.DataFrame, runs: list[Run], tally: Ta
     write_run(workspace, frame.select(stored), runs, KEEP_ROWS, rows)
 
 
-def _following(frame: pl.DataFrame, next_chunk: Path | None) -> pl.Series:
-    """`_next`: the text of the next physical line of the same file when it continues this
-    one (no header of its own), for fields a hard wrap cut; the next chunk's first line is
-    read for the last row."""
+def _after(frame: pl.DataFrame, next_chunk: Path | None) -> pl.DataFrame:
+    """The row after each row (file_id, line, part, starts_record, text); the next chunk's
+    first line is read for the last row. Rows keep the chunk's order, which the attribution
+    does not change."""
     columns = ["file_id", "line", "part", "starts_record", "text"]
     after = frame.select(pl.col(columns).shift(-1))
     if next_chunk is not None and frame.height:
@@ -466,8 +468,29 @@ def _following(frame: pl.DataFrame, next_chunk: Path | None) -> pl.Series:
         if first.height:
             after = pl.concat([after.head(frame.height - 1), first], how="vertical_relaxed",
                               rechunk=False)
-    cont = ((after["file_id"] == frame["file_id"]) & (after["line"] == frame["line"] + 1)
-            & (after["part"] == 0) & ~after["starts_record"].fill_null(False))
+    return after
+
+
+def _next_line(frame: pl.DataFrame, after: pl.DataFrame) -> pl.Series:
+    """Whether the row after each row is the next physical line of the same file."""
+    return ((after["file_id"] == frame["file_id"]) & (after["line"] == frame["line"] + 1)
+            & (after["part"] == 0)).fill_null(False)
+
+
+def _blank_before_warn(frame: pl.DataFrame, after: pl.DataFrame) -> pl.Series:
+    """A blank line right before an NCCL WARN line: NCCL starts every WARN with a newline, so
+    the blank line is the WARN's writer's, not the line before's."""
+    warn = after["text"].str.contains(" NCCL WARN ", literal=True).fill_null(False)
+    if not warn.any():
+        return pl.repeat(False, frame.height, eager=True)
+    blank = frame["text"].str.strip_chars() == ""
+    return blank & warn & _next_line(frame, after)
+
+
+def _following(frame: pl.DataFrame, after: pl.DataFrame) -> pl.Series:
+    """`_next`: the text of the next physical line of the same file when it continues this
+    one (no header of its own), for fields a hard wrap cut (`after`: from `_after`)."""
+    cont = _next_line(frame, after) & ~after["starts_record"].fill_null(False)
     return after.select(pl.when(pl.lit(cont)).then(pl.col("text")).alias("_next")).to_series()
 
 

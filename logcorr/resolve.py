@@ -688,9 +688,13 @@ def _by_continuation(frame: pl.DataFrame, crowded: pl.DataFrame, shared: list[in
     other_stream = _other_stream()
     # a progress bar is a record of its own, printed by whichever process draws it
     printed = pl.lit(_printed(frame, shared or []))
+    # the blank line NCCL prints before a WARN is the WARN's writer's (`_before_warn`: set by
+    # the caller, which knows the next chunk's first line)
+    before_warn = (pl.col("_before_warn").fill_null(False) if "_before_warn" in frame.columns
+                   else pl.lit(False))
     inherit = (pl.col("proc").is_null() & ~starts & (pl.col("record") > 0) & ~pl.col("conflict")
                & ~header_crowded & (pl.col("source") != "tqdm").fill_null(True) & ~other_stream
-               & ~printed & ~header_glued)
+               & ~printed & ~header_glued & ~before_warn)
     return frame.with_columns(
         pl.when(inherit).then(header_proc).otherwise(pl.col("proc")).alias("proc"),
         pl.when(inherit & header_proc.is_not_null()).then(pl.lit("continuation"))

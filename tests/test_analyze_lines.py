@@ -1299,3 +1299,23 @@ def test_nccl_warnings_of_other_ranks_before_a_crash_are_cited(tmp_path: Path) -
     assert [p["world_rank"] for p in crash.processes] == [0]
     assert "NCCL warned before it on world rank 7" in crash.summary
     assert {"file": "node0.log", "line": 1} in crash.evidence
+
+
+def test_the_blank_line_before_an_nccl_warn_is_not_the_line_before_s(tmp_path: Path) -> None:
+    """NCCL starts every WARN with a newline: the blank line is the WARN's writer's. With one
+    line per chunk the WARN is the next chunk's first line."""
+    logs = tmp_path / "logs"
+    write(logs, "node0.log", [
+        "[2026-11-29 10:05:02 TP3] Scheduler hit an exception: Traceback (most recent call last):",
+        "",
+        "[2026-11-29 10:05:03] gpu-node-0:3416028:3416999 [4] transport/net_ib.cc:1696 NCCL WARN"
+        " NET/IB : Got completion from peer 10.0.0.2<52340> with status=12 opcode=0",
+        "",
+        'Traceback (most recent call last):',
+        "",
+    ])
+    args = config(tmp_path, {"tp_size": 8})
+    for chunk_bytes in (None, 1):
+        detail = analyze([logs], config=args, chunk_bytes=chunk_bytes).detail
+        assert [row(detail, "node0.log", n)["world_rank"] for n in (2, 4)] == [None, None], (
+            chunk_bytes)
