@@ -58,6 +58,11 @@ def process_table(topology: Topology | None, parsed: pl.DataFrame) -> pl.DataFra
         return pl.DataFrame(rows, schema=_process_schema(), orient="row"
                             ) if rows else _empty_processes()
     combos = _prefix_combos(parsed)
+    if "proctitle" in parsed.columns:  # a process known only by its title is a process too
+        titles = parsed.get_column("proctitle").drop_nulls().unique()
+        if titles.len():
+            combos = pl.concat([combos, _prefix_combos(_title_tokens(titles))]).unique().sort(
+                list(PREFIX_COLUMNS), nulls_last=False)
     combos = combos.with_columns(pl.int_range(pl.len(), dtype=_PROC).alias("proc"))
     return combos.with_columns(
         *(pl.col(col).alias(coord) for col, coord in _TOKEN_COORDINATES.items()),

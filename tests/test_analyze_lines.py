@@ -1319,3 +1319,16 @@ def test_the_blank_line_before_an_nccl_warn_is_not_the_line_before_s(tmp_path: P
         detail = analyze([logs], config=args, chunk_bytes=chunk_bytes).detail
         assert [row(detail, "node0.log", n)["world_rank"] for n in (2, 4)] == [None, None], (
             chunk_bytes)
+
+
+def test_a_process_title_names_its_ranks_without_a_config(tmp_path: Path) -> None:
+    """verl#490 shape: C++ frames in the main executable name `sglang::scheduler_TP0`; with no
+    launch config the title still gives the TP rank, as a prefix would."""
+    logs = tmp_path / "logs"
+    write(logs, "driver.log", [
+        "(WorkerDict pid=559716) frame #23: _PyObject_FastCallDictTstate + 0xd0 (0x5578c75d3f50 "
+        "in sglang::scheduler_TP0)",
+        "[2026-11-29 10:00:00 TP1] Decode batch. #running-req: 1",
+    ])
+    timeline = analyze([logs]).timeline
+    assert [row(timeline, "driver.log", n)["tp_rank"] for n in (1, 2)] == [0, 1]
