@@ -88,8 +88,7 @@ DETAIL_COLUMNS = ("file_id", "proc", "record", "why")
 # Columns a chunk carries until its events and counts are taken.
 _CHUNK_COLUMNS = (*DETAIL_COLUMNS, "ts_full", "torch_rank", "pg_desc", "pg_rank", "seq", "op",
                   "last_enqueued", "last_completed", "comm_id", "comm_rank", "comm_nranks",
-                  "nccl_phase",
-                  "starts_record")
+                  "nccl_phase", "starts_record")
 STAGES = ("reading", "parsing", "attributing", "diagnosing", "done")
 WORKERS = 2  # chunks parsed at once
 CONTEXT_LINES = 2  # lines of the previous chunk a chunk's parse may look back at
@@ -317,10 +316,9 @@ def _parse_pass(sources: list[Source], chunk_bytes: int, total: int, warnings: l
             done += int(lines.get_column("text").str.len_bytes().sum() or 0) + lines.height
             report("parsing", min(done, total), total)
             running.append(pool.submit(_parse_chunk, lines, workspace, before))
-            # (compact: not the whole chunk's text; a chunk may be shorter than the context)
-            before = compact(lines.tail(CONTEXT_LINES) if before is None
-                             or lines.height >= CONTEXT_LINES else
-                             pl.concat([before, lines]).tail(CONTEXT_LINES))
+            # (a chunk may be shorter than the context; compact: not the whole chunk's text)
+            seen = lines if before is None else pl.concat([before, lines.tail(CONTEXT_LINES)])
+            before = compact(seen.tail(CONTEXT_LINES))
             if len(running) >= WORKERS:
                 scan.add(running.popleft().result())
         while running:

@@ -39,12 +39,14 @@ from logcorr.topology import Topology
 SEVERITIES = ("error", "warning", "info")
 
 # Event stems, tested with literal `contains` on the text (cheap, vectorised).
-# (`CUDA error:` with its colon: a model-config warning says "may lead to … CUDA errors")
-CRASH_STEMS = ("hit an exception", "Fatal Python error", "illegal memory access",
-               "CUDA error:", "CUDA Error:", "terminate called after throwing",
-               "died during initialization", "scheduler is dead",
-               # the main process / DP controller / node launcher saw a child die
-               "crashed with exit code", "Scheduler or DataParallelController",
+# a CUDA fault (`CUDA error:` with its colon: a model-config warning says "may lead to … CUDA
+# errors")
+CUDA_FAULT_STEMS = ("illegal memory access", "CUDA error:", "CUDA Error:")
+# lines by which the main process, DP controller or a node's launcher reports a dead child
+REAPED_STEMS = ("crashed with exit code", "Scheduler or DataParallelController",
+                "scheduler is dead", "scheduler died during initialization")
+CRASH_STEMS = ("hit an exception", "Fatal Python error", *CUDA_FAULT_STEMS,
+               "terminate called after throwing", "died during initialization", *REAPED_STEMS,
                # torch's heartbeat monitor: the process's NCCL watchdog thread itself got stuck
                "Heartbeat monitor timed out", "due to ProcessGroupNCCL watchdog hang",
                "NCCL error", "ncclSystemError", "ncclInternalError", "ncclUnhandledCudaError",
@@ -163,7 +165,8 @@ _EVENT_SCHEMA: dict[str, pl.DataType] = {"_sk": pl.Int64(), "file_id": pl.UInt32
                  "starts_record": pl.Boolean(), "torch_rank": pl.Int32(), "pg_desc": pl.String(),
                  "pg_rank": pl.Int32(), "seq": pl.Int64(), "op": pl.String(),
                  "last_enqueued": pl.Int64(), "last_completed": pl.Int64(), "comm_id": pl.String(),
-                 "comm_rank": pl.Int32(), "comm_nranks": pl.Int32(), "nccl_phase": pl.String(), "_next": pl.String()}
+                 "comm_rank": pl.Int32(), "comm_nranks": pl.Int32(), "nccl_phase": pl.String(),
+                 "_next": pl.String()}
 
 
 def event_rows(frame: pl.DataFrame) -> pl.DataFrame:
@@ -224,6 +227,20 @@ def _contains_any(stems: Iterable[str]) -> pl.Expr:
 
 def _iso(value: datetime | None) -> str | None:
     return value.isoformat() if value is not None else None
+
+
+def _span(times: pl.Series) -> tuple[str | None, str | None]:
+    """(first_ts, last_ts) of a Finding from a column of times (nulls ignored)."""
+    values = times.drop_nulls()
+    if values.len() == 0:
+        return None, None
+    return _iso(values.min()), _iso(values.max())  # type: ignore[arg-type]
+
+
+def _places(rows: Iterable[dict[str, Any]]) -> pl.DataFrame:
+    """(file_id, line) of event rows held as dicts, for `Context.cite`."""
+    return pl.DataFrame([{"file_id": r["file_id"], "line": r["line"]} for r in rows],
+                        schema={"file_id": pl.UInt32, "line": pl.UInt32})
 
 
 def diagnose(ctx: Context, contradictions: list[dict[str, object]]) -> list[Finding]:
@@ -373,14 +390,8 @@ def _timeout_abort(events: pl.DataFrame, fatal: pl.DataFrame) -> pl.Series:
     after = fatal.select("file_id", "line").join(
         timeouts.unique(), on=["file_id", "line"], how="left", maintain_order="left"
     ).get_column("_timeout").fill_null(False)
-    primary = fatal.select(_contains_any(("illegal memory access", "CUDA error:",
-                                          "CUDA Error:"))).to_series()
+    primary = fatal.select(_contains_any(CUDA_FAULT_STEMS)).to_series()
     return (own | after) & ~primary
-
-
-# lines by which the main process, DP controller or a node's launcher reports a dead child
-REAPED_STEMS = ("crashed with exit code", "Scheduler or DataParallelController",
-                "scheduler is dead", "scheduler died during initialization")
 
 
 def _reaped_after_timeout(events: pl.DataFrame, fatal: pl.DataFrame) -> pl.Series:
@@ -553,8 +564,7 @@ def _unplaced_timeouts(ctx: Context, rows: list[dict[str, Any]]) -> Finding:
                + (f" (SeqNum {', '.join(map(str, seqs[:4]))})" if seqs else "")
                + "; the lines do not name the group (SGLang before 0.5.20 gives torch no group"
                " description), so the member that never reached it cannot be told")
-    evidence = ctx.cite(pl.DataFrame([{"file_id": r["file_id"], "line": r["line"]} for r in rows],
-                                     schema={"file_id": pl.UInt32, "line": pl.UInt32}), 12)
+    evidence = ctx.cite(_places(rows), 12)
     return Finding("collective-hang", "error", summary, seq=seqs[-1] if seqs else None,
                    first_ts=_iso(min(times, default=None)),
                    last_ts=_iso(max(times, default=None)), evidence=evidence,
@@ -592,10 +602,7 @@ def _replica_blind_hangs(ctx: Context, topology: Topology) -> list[Finding]:
                    f"{where}; torch's lines do not say which native-DP replica they come from")
         summary += (", and the culprit's own watchdog / stack dump (with its DP prefix) names "
                     "its replica" if procs else ", and no culprit line names a replica")
-        cited = pl.concat([suspects.select("file_id", "line"),
-                           pl.DataFrame([{"file_id": r["file_id"], "line": r["line"]}
-                                         for r in rows],
-                                        schema={"file_id": pl.UInt32, "line": pl.UInt32})])
+        cited = pl.concat([suspects.select("file_id", "line"), _places(rows)])
         first = min((r["ts_full"] for r in rows if r["ts_full"]), default=None)
         findings.append(Finding("collective-hang", "error", summary, ctx.who(procs), group=group,
                                 group_members=list(members), seq=seq, op=op,
@@ -649,8 +656,7 @@ def _hang(ctx: Context, topology: Topology, replica: int, group: str, members: t
         summary += (f"; world rank(s) {sorted(procs[p] for p in dumped)} only reported a "
                     "timeout without its SeqNum (a debug dump, or torch taking the process down), "
                     "so their progress is unknown")
-    evidence_rows = pl.DataFrame([{"file_id": r["file_id"], "line": r["line"]} for r in rows],
-                                 schema={"file_id": pl.UInt32, "line": pl.UInt32})
+    evidence_rows = _places(rows)
     culprit_lines = ctx.events.filter(pl.col("proc").is_in(sorted(culprits))
                                     & _contains_any(SGLANG_WATCHDOG_STEMS + ("Pyspy dump",)))
     evidence = ctx.cite(pl.concat([culprit_lines.select("file_id", "line"), evidence_rows]), 12)
@@ -723,14 +729,11 @@ def init_findings(ctx: Context) -> list[Finding]:
             "it: the whole deployment stalls there (a peer outside these logs, the network, "
             "storage), or the logs end there", waiting=ctx.who(procs),
             first_ts=_iso(min((r["ts_full"] for _, r in at_best if r["ts_full"]), default=None)),
-            evidence=ctx.cite(pl.DataFrame([{"file_id": r["file_id"], "line": r["line"]}
-                                            for _, r in at_best],
-                                           schema={"file_id": pl.UInt32, "line": pl.UInt32}))))
+            evidence=ctx.cite(_places(r for _, r in at_best))))
     for index, items in sorted(stuck.items()):
         name = PHASES[index][0]
         procs = [p for p, _ in items]
-        rows_cited = pl.DataFrame([{"file_id": r["file_id"], "line": r["line"]} for _, r in items],
-                                  schema={"file_id": pl.UInt32, "line": pl.UInt32})
+        rows_cited = _places(r for _, r in items)
         findings.append(Finding(
             "init-hang", "error",
             f"{len(procs)} process(es) began {name} and never finished it while others got "
@@ -881,13 +884,11 @@ def watchdog_findings(ctx: Context, earlier: list[Finding]) -> list[Finding]:
                + (" (a slow step: a soft watchdog only dumps state, and the process may have "
                   "gone on)" if soft else " (the process hung)"))
     summary += _CASCADE_NOTE if cascade.height else ""
-    times = fired.get_column("ts_full").drop_nulls()
     evidence = ctx.cite(pl.concat([fired.select("file_id", "line"),
                                    cascade.select("file_id", "line")]), limit=12)
+    first_ts, last_ts = _span(fired.get_column("ts_full"))
     return [Finding("watchdog-timeout", "warning" if soft else "error", summary, people,
-                    first_ts=_iso(times.min()) if times.len() else None,  # type: ignore[arg-type]
-                    last_ts=_iso(times.max()) if times.len() else None,  # type: ignore[arg-type]
-                    evidence=evidence)]
+                    first_ts=first_ts, last_ts=last_ts, evidence=evidence)]
 
 
 _HEARTBEAT = regex.compile(r"for last (\d+) seconds\. tic start time: (\S+)\. "
@@ -909,14 +910,11 @@ def unresponsive_findings(ctx: Context, earlier: list[Finding]) -> list[Finding]
     summary = (f"the server stopped answering its health check {failed.height} time(s)"
                + (f": no response for {found.group(1)} s at {found.group(2)}, the last response "
                   f"(heartbeat) at {found.group(3)}" if found else ""))
-    quiet = ctx.last.get_column("ts_full").drop_nulls() if ctx.last.height else None
-    if quiet is not None and quiet.len():
-        summary += (f"; the schedulers' last lines are between {_iso(quiet.min())} and "  # type: ignore[arg-type]
-                    f"{_iso(quiet.max())}")  # type: ignore[arg-type]
-    times = failed.get_column("ts_full").drop_nulls()
-    return [Finding("unresponsive", "error", summary,
-                    first_ts=_iso(times.min()) if times.len() else None,  # type: ignore[arg-type]
-                    last_ts=_iso(times.max()) if times.len() else None,  # type: ignore[arg-type]
+    earliest, latest = _span(ctx.last.get_column("ts_full")) if ctx.last.height else (None, None)
+    if earliest is not None:
+        summary += f"; the schedulers' last lines are between {earliest} and {latest}"
+    first_ts, last_ts = _span(failed.get_column("ts_full"))
+    return [Finding("unresponsive", "error", summary, first_ts=first_ts, last_ts=last_ts,
                     evidence=ctx.cite(failed))]
 
 
@@ -942,12 +940,10 @@ def transfer_findings(ctx: Context) -> list[Finding]:
     if failed.height:
         parts.append(f"{failed.height} KV transfer(s) failed")
     both = pl.concat([lost, failed]).sort("order")
-    times = both.get_column("ts_full").drop_nulls()
+    first_ts, last_ts = _span(both.get_column("ts_full"))
     return [Finding("disagg-transfer", "warning",
                     "PD disaggregation: " + "; ".join(parts or ["the peer instance was lost"]),
-                    first_ts=_iso(times.min()) if times.len() else None,  # type: ignore[arg-type]
-                    last_ts=_iso(times.max()) if times.len() else None,  # type: ignore[arg-type]
-                    evidence=ctx.cite(both),
+                    first_ts=first_ts, last_ts=last_ts, evidence=ctx.cite(both),
                     waiting=ctx.who(both.get_column("proc").drop_nulls().to_list()))]
 
 

@@ -64,7 +64,7 @@ def first_dated_rows(parsed: pl.DataFrame) -> pl.DataFrame:
     """Per file of a parsed chunk: `_first`, its first fully dated time, and `_wofs`, the
     seconds from a wrapper's zoned time to the line's own stamp on the first line with both
     (a zone offset, so rounded to a quarter hour)."""
-    own = pl.col("ts") - pl.col("wrap_ts").dt.replace_time_zone(None)
+    own = pl.col("ts") - _wrapper_utc()
     seconds = (own.dt.total_seconds() / _QUARTER_HOUR).round() * _QUARTER_HOUR
     return (parsed.filter(fully_dated()).group_by("file_id", maintain_order=True)
             .agg(pl.col("ts").first().alias("_first"),
@@ -84,6 +84,11 @@ def clock_of(first_dated: list[pl.DataFrame], overall: datetime | None) -> Clock
     else:  # no own dates at all: the wrapper's UTC; files that disagree: no guess
         default = timedelta(0) if overall is None and offsets.len() == 0 else None
     return Clock(table, overall, default)
+
+
+def _wrapper_utc() -> pl.Expr:
+    """A wrapper's zoned time as a naive UTC datetime."""
+    return pl.col("wrap_ts").dt.replace_time_zone(None).cast(pl.Datetime("us"))
 
 
 def fully_dated() -> pl.Expr:
@@ -110,7 +115,7 @@ def complete_timestamps(frame: pl.DataFrame, clock: Clock, carry: Carry | None =
     # (a collector's zoned time on the line itself gives at least the year, whatever the zone)
     reference = pl.coalesce(dated.forward_fill().over("file_id"),
                             _carried(carry, carry.last_dated if carry else None), pl.lit(firsts),
-                            pl.col("wrap_ts").dt.replace_time_zone(None).cast(pl.Datetime("us")))
+                            _wrapper_utc())
     if clock.overall is not None:
         reference = reference.fill_null(pl.lit(clock.overall, pl.Datetime("us")))
     frame = frame.with_columns(reference.alias("_ref"))
@@ -135,13 +140,12 @@ def complete_timestamps(frame: pl.DataFrame, clock: Clock, carry: Carry | None =
     if partial.any():
         guessed = frame.select("ts", "ts_has_date", "ts_has_year", "_ref").filter(partial)
         column = column.scatter(partial.arg_true(), guessed.select(ts_full).to_series())
-    wrapped = frame.get_column("wrap_ts")
-    if wrapped.null_count() < frame.height:
+    if frame.get_column("wrap_ts").null_count() < frame.height:
         offset = of_file.get_column("_wofs").cast(pl.Int64)
         if clock.wrap_default is not None:
             offset = offset.fill_null(int(clock.wrap_default.total_seconds()))
-        local = (wrapped.dt.replace_time_zone(None).cast(pl.Datetime("us"))
-                 + (offset * 1_000_000).cast(pl.Duration("us")))
+        local = frame.select(_wrapper_utc() + (pl.lit(offset) * 1_000_000).cast(
+            pl.Duration("us"))).to_series()
         column = column.fill_null(local)
     return frame.with_columns(column).drop("_ref")
 

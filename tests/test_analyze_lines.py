@@ -1248,6 +1248,14 @@ class TestReapedChildren:
         found = analyze([logs], config=config(tmp_path, {"tp_size": 4})).findings
         assert [f.kind for f in found] == ["watchdog-timeout"]
 
+    def test_a_clean_exit_is_no_crash(self, tmp_path: Path) -> None:
+        """engine.py logs every child's exit at error level, a clean one too."""
+        logs = tmp_path / "logs"
+        write(logs, "s.log", [*_decode(range(2), 0),
+                              "[2026-01-10 10:00:21] Scheduler or DataParallelController 7002 "
+                              "terminated with 0"])
+        assert analyze([logs], config=config(tmp_path, {"tp_size": 2})).findings == []
+
     def test_an_unnamed_dead_child_is_a_scheduler_not_the_main_process(
             self, tmp_path: Path) -> None:
         logs = tmp_path / "logs"

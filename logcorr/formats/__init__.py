@@ -239,7 +239,7 @@ def _fill_from_wrappers(df: pl.DataFrame) -> pl.DataFrame:
         fills.append(pl.when(from_wrapper).then(True).otherwise(pl.col("ts_has_date"))
                      .alias("ts_has_date"))
         # (a month-day wrapper stamp has the placeholder year; the others carry theirs)
-        no_year = pl.col("_w_no_year").fill_null(False) if "_w_no_year" in df.columns else False
+        no_year = pl.col("_w_no_year").fill_null(False)  # (set with `_w_ts`)
         current = pl.col("ts_has_year") if "ts_has_year" in df.columns else pl.lit(None)
         fills.append(pl.when(from_wrapper).then(~no_year).otherwise(current)
                      .alias("ts_has_year"))

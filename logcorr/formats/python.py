@@ -25,11 +25,10 @@ _THREAD = r"^Thread (\d+) \((?:idle|active|gil)[^)]*\): "
 # the above exception, …:`, `The above exception was the direct cause …:`, SGLang 0.3's
 # `[… TP0] Exception in ModelTpServer:`, multiprocessing's `Process SpawnProcess-1:` - itself
 # an opener: a child process whose target raised prints it before its traceback, and exits.
-# py-spy's `Process 4321: sglang::scheduler_TP4` opens the dump of that process (unless a
-# `Pyspy dump for PID 4321 (…):` line before it announces it).
+# (py-spy's `Process 4321: sglang::scheduler_TP4` always opens a record: see `parse`.)
 CHILD_DIED = r"Process [A-Za-z]\w*-\d+:\s*$"
 OPENS = (r"^(?:Traceback \(most recent call last\)|Exception in [\w.]+:\s*$"
-         rf"|Fatal Python error: |{CHILD_DIED}|Process \d+: \S)")
+         rf"|Fatal Python error: |{CHILD_DIED})")
 CHAINS = r":$"
 _TRACEBACK_STARTS = (
     "Traceback (most recent call last)",
