@@ -87,8 +87,8 @@ Progress = Callable[[str, int, int], None]
 DETAIL_COLUMNS = ("file_id", "proc", "record", "why")
 # Columns a chunk carries until its events and counts are taken.
 _CHUNK_COLUMNS = (*DETAIL_COLUMNS, "ts_full", "torch_rank", "pg_desc", "pg_rank", "seq", "op",
-                  "last_enqueued", "last_completed", "comm_id", "comm_rank", "comm_nranks",
-                  "nccl_phase", "starts_record")
+                  "last_enqueued", "last_completed", "comm", "comm_id", "comm_rank",
+                  "comm_nranks", "nccl_phase", "starts_record")
 STAGES = ("reading", "parsing", "attributing", "diagnosing", "done")
 WORKERS = 2  # chunks parsed at once
 CONTEXT_LINES = 2  # lines of the previous chunk a chunk's parse may look back at

@@ -164,7 +164,8 @@ _EVENT_SCHEMA: dict[str, pl.DataType] = {"_sk": pl.Int64(), "file_id": pl.UInt32
                  "host": pl.String(), "pid": pl.Int64(), "record": pl.UInt32(),
                  "starts_record": pl.Boolean(), "torch_rank": pl.Int32(), "pg_desc": pl.String(),
                  "pg_rank": pl.Int32(), "seq": pl.Int64(), "op": pl.String(),
-                 "last_enqueued": pl.Int64(), "last_completed": pl.Int64(), "comm_id": pl.String(),
+                 "last_enqueued": pl.Int64(), "last_completed": pl.Int64(), "comm": pl.String(),
+                 "comm_id": pl.String(),
                  "comm_rank": pl.Int32(), "comm_nranks": pl.Int32(), "nccl_phase": pl.String(),
                  "_next": pl.String()}
 
@@ -749,8 +750,8 @@ def _nccl_init_findings(ctx: Context) -> list[Finding]:
     NCCL's bootstrap needs every rank: when none completed and some comm ranks never logged
     START, those ranks are the ones the others wait for (named when the members that did log
     fit one group instance of the topology); the ones that started are waiting."""
-    nccl = ctx.events.filter(pl.col("comm_id").is_not_null()
-                             & pl.col("nccl_phase").is_not_null())
+    nccl = _split_ids(ctx.events.filter(pl.col("comm_id").is_not_null()
+                                        & pl.col("nccl_phase").is_not_null()))
     findings = []
     for (comm_id,), group in nccl.group_by("comm_id", maintain_order=True):
         started = group.filter(pl.col("nccl_phase") == "Init START")
@@ -760,7 +761,9 @@ def _nccl_init_findings(ctx: Context) -> list[Finding]:
             continue
         counts = group["comm_nranks"].drop_nulls()
         nranks = int(counts[0]) if counts.len() else None
-        summary = (f"NCCL communicator {comm_id} (nranks {nranks if nranks else '?'}): "
+        name = (f"split (color {comm_id[6:].replace('/', ', split count ')})"
+                 if comm_id.startswith("split ") else comm_id)
+        summary = (f"NCCL communicator {name} (nranks {nranks if nranks else '?'}): "
                    f"{hung.height} rank(s) logged Init START and never Init COMPLETE")
         if done:
             findings.append(Finding("init-hang", "error", summary + f" while {len(done)} "
@@ -782,6 +785,19 @@ def _nccl_init_findings(ctx: Context) -> list[Finding]:
                                 evidence=ctx.cite(hung),
                                 waiting=ctx.who(hung["proc"].drop_nulls().to_list())))
     return sorted(findings, key=lambda f: f.summary)
+
+
+def _split_ids(nccl: pl.DataFrame) -> pl.DataFrame:
+    """A split's `Init START` (NCCL 2.23+, no commId: `split <color>/<count>`) takes the commId
+    its process's COMPLETE line gives the same comm pointer; a START left without one hangs."""
+    real = (nccl.filter(~pl.col("comm_id").str.starts_with("split ") & pl.col("comm").is_not_null())
+            .select("host", "pid", "comm", _id=pl.col("comm_id"))
+            .unique(["host", "pid", "comm"], keep="last", maintain_order=True))
+    return (nccl.join(real, on=["host", "pid", "comm"], how="left", nulls_equal=True,
+                      maintain_order="left")
+            .with_columns(comm_id=pl.when(pl.col("comm_id").str.starts_with("split "))
+                          .then(pl.coalesce("_id", "comm_id")).otherwise("comm_id"))
+            .drop("_id"))
 
 
 def _person(ctx: Context, proc: int) -> dict[str, Any]:

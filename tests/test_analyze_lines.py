@@ -309,6 +309,27 @@ class TestWrappers:
         write(other, "pod1.log", ["2025-07-24T23:53:09.5Z stderr F RuntimeError: boom"])
         assert row(analyze([other]).timeline, "pod1.log", 1)["ts"] == "2025-07-24T23:53:09.500"
 
+    def test_docker_json_file(self, tmp_path: Path) -> None:
+        """Docker json-file logs: the decoded lines are tagged; a traceback line takes the
+        envelope's time in the file's clock (SGLang printed UTC+8 here)."""
+        def entry(text: str, at: str) -> str:
+            body = text.replace("\\", "\\\\").replace('"', '\\"')
+            return f'{{"log":"{body}\\n","stream":"stderr","time":"2026-11-29T{at}Z"}}'
+        logs = tmp_path / "logs"
+        write(logs, "c-json.log", [
+            entry("[2026-11-29 10:00:00 TP1] Scheduler hit an exception: Traceback (most "
+                  "recent call last):", "02:00:00.100"),
+            entry('  File "/sgl/scheduler.py", line 2912, in event_loop', "02:00:00.200"),
+            entry("RuntimeError: CUDA error: an illegal memory access was encountered",
+                  "02:00:01.500"),
+        ])
+        analysis = analyze([logs], config=config(tmp_path, {"tp_size": 2}))
+        assert [(r["world_rank"], r["ts"]) for r in analysis.timeline.iter_rows(named=True)] == [
+            (1, "2026-11-29T10:00:00"), (1, "2026-11-29T10:00:00.200"),
+            (1, "2026-11-29T10:00:01.500")]
+        crash = next(f for f in analysis.findings if f.kind == "crash")
+        assert [p["world_rank"] for p in crash.processes] == [1]
+
     def test_collector_date_completes_a_torch_stamp_and_relay_prefix(self, tmp_path: Path
                                                                       ) -> None:
         """sglang#3932: a collector's `[…Z]` gives the year a c10 stamp lacks; olmocr#105: a
@@ -1178,6 +1199,35 @@ class TestNcclInit:
         init = next(f for f in analyze([logs], config=config(tmp_path, {"tp_size": 8})).findings
                     if f.kind == "init-hang")
         assert init.processes == [] and len(init.waiting) == 8
+
+    @staticmethod
+    def split(rank: int, phase: str, split_count: int = 3) -> str:
+        """NCCL 2.23+: the START of a split has no commId, the COMPLETE has one."""
+        head = (f"gpu-node-0:5{rank:03d}:5{rank:03d} [{rank}] NCCL INFO ncclCommSplit comm "
+                f"0x55d1c0a3e0{rank:02d} rank {rank % 4} nranks 4 cudaDev {rank} nvmlDev {rank} "
+                f"busId {rank}b000")
+        if phase == "start":
+            color = 1197013201 + rank // 4
+            return (f"{head} parent 0x55d1bf2c4a{rank:02d} splitCount {split_count} color "
+                    f"{color} key {rank % 4}- Init START")
+        return f"{head} commId 0x44d8628a4258640{rank // 4} - Init COMPLETE"
+
+    def test_split_start_without_comm_id(self, tmp_path: Path) -> None:
+        """TP 8 split in two groups of 4; group 1's rank 6 never started, the rest of group
+        1 hang; group 0 completed and is not reported."""
+        logs = tmp_path / "logs"
+        for rank in range(8):
+            lines = [self.split(rank, "start")] if rank != 6 else []
+            if rank < 4:
+                lines.append(self.split(rank, "complete"))
+            write(logs, f"rank{rank}.log", lines or ["[2026-11-29 10:00:00 PP1 TP2] Load weight begin."])
+        args = config(tmp_path, {"tp_size": 4, "pp_size": 2})
+        inits = [f for f in analyze([logs], config=args).findings if f.kind == "init-hang"]
+        assert len(inits) == 1
+        assert "split (color 1197013202, split count 3) (nranks 4)" in inits[0].summary
+        assert "comm rank(s) [2] never logged Init START" in inits[0].summary
+        assert sorted(p["world_rank"] for p in inits[0].waiting) == [4, 5, 7]
+        assert [p["world_rank"] for p in inits[0].processes] == [6]
 
 
 class TestWholeServerStalls:

@@ -161,6 +161,24 @@ class TestWrappers:
         """A CRI-wrapped continuation line does not start a record."""
         check('2025-07-25T07:53:08.2+08:00 stderr F   File "x.py", line 1, in f', source="traceback", starts_record=False)
 
+    def test_docker_json_file(self) -> None:
+        """Docker's json-file envelope: the `log` string is decoded (escapes, the final
+        newline) and parsed; `time` is the envelope's UTC time; the text stays as read."""
+        line = ('{"log":"[2026-11-29 10:00:00 TP3] Scheduler hit an exception: Traceback '
+                '(most recent call last):\\n","stream":"stderr",'
+                '"time":"2026-11-29T02:00:00.123456789Z"}')
+        check(line, text=line, source="sglang", p_tp=3, starts_record=True,
+              ts=datetime(2026, 11, 29, 10, 0, 0),
+              wrap_ts=datetime(2026, 11, 29, 2, 0, 0, 123456, tzinfo=timezone.utc))
+        check('{"log":"  File \\"/sgl/scheduler.py\\", line 2912, in f\\n","stream":"stderr",'
+              '"time":"2026-11-29T02:00:00.2Z"}', source="traceback", starts_record=False)
+        check('{"log":"node0:11:12 [0] NCCL INFO comm 0x1 rank 0 nranks 2 cudaDev 0 busId 1000'
+              ' \\u003cnone\\u003e - Init COMPLETE\\n","stream":"stdout","time":"2026-11-29T02:00:01Z"}',
+              source="nccl", host="node0", pid=11, comm_rank=0, nccl_phase="Init COMPLETE")
+        # a torch line inside: its `[rankN]:` is peeled from the decoded line
+        check('{"log":"[rank3]:[E1129 10:00:02.526290891 ProcessGroupNCCL.cpp:1785] x\\n",'
+              '"stream":"stderr","time":"2026-11-29T02:00:02Z"}', torch_rank=3, source="torch")
+
     def test_loki(self) -> None:
         """Loki export: epoch ms + ISO UTC."""
         check(
@@ -426,6 +444,12 @@ class TestNccl:
         check(
             "A03-R28-I49-3-9000018:193027:193119 [7] NCCL INFO comm 0x7fdf08000d00 rank 15 nranks 16 cudaDev 7 busId e7000 - Init COMPLETE",
             host="A03-R28-I49-3-9000018", comm_rank=15, comm_id=None, nccl_phase="Init COMPLETE",
+        )  # fmt: skip
+        # NCCL 2.23+: a split's START has no commId yet and no space before the dash
+        check(
+            "node-3:5123:5123 [1] NCCL INFO ncclCommSplit comm 0x55d1c0a3e0f0 rank 1 nranks 4 cudaDev 1 nvmlDev 1 busId 1b000 parent 0x55d1bf2c4a10 splitCount 3 color 1197013201 key 1- Init START",
+            comm="0x55d1c0a3e0f0", comm_id="split 1197013201/3", comm_rank=1, comm_nranks=4,
+            nccl_phase="Init START",
         )  # fmt: skip
 
     def test_topology_form(self) -> None:

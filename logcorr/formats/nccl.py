@@ -22,7 +22,11 @@ COMM = (
     r"comm (0x[0-9a-fA-F]+) rank (-?\d+) n[Rr]anks (\d+)"
 )
 _COMM_ID = r" commId (0x[0-9a-fA-F]+)"
-_PHASE = r" - (Init START|Init COMPLETE|Abort COMPLETE)\s*$"
+# NCCL 2.23+ prints a split's START before the commId exists: `… parent 0x… splitCount 3 color
+# 1197013201 key 2- Init START` (no space before the dash). The members of one split share its
+# color (torch: a hash of the member ranks) and the parent's split count, so they name it.
+_SPLIT = r" splitCount (\d+) color (-?\d+) key -?\d+"
+_PHASE = r" ?- (Init START|Init COMPLETE|Abort COMPLETE)\s*$"
 # Colour codes and Ray dedup suffixes (see wrappers._JUNK_HINT): such lines take the slow path.
 _JUNK_HINT = r"\x1b|\[repeated |\[[0-9;]{1,6}m"
 
@@ -105,7 +109,7 @@ def fast_rows(text: pl.Series, cut: pl.Series) -> pl.DataFrame:
         groups("1").alias("comm"),
         as_int(groups("2"), pl.Int32()).alias("comm_rank"),
         as_int(groups("3"), pl.Int32()).alias("comm_nranks"),
-        after.str.extract(_COMM_ID, 1).alias("comm_id"),
+        _comm_id(after).alias("comm_id"),
         after.str.extract(_PHASE, 1).alias("nccl_phase"),
     )
 
@@ -133,6 +137,14 @@ def _comm_fields(df: pl.DataFrame) -> pl.DataFrame:
         comm=field("1"),
         comm_rank=as_int(field("2"), pl.Int32()),
         comm_nranks=as_int(field("3"), pl.Int32()),
-        comm_id=pl.col("_after").str.extract(_COMM_ID, 1),
+        comm_id=_comm_id(pl.col("_after")),
         nccl_phase=pl.col("_after").str.extract(_PHASE, 1),
     )
+
+
+def _comm_id(after: pl.Expr) -> pl.Expr:
+    """The commId, or for a split's START that has none `split <color>/<splitCount>` (the
+    diagnosis matches it to the COMPLETE of the same process and comm pointer)."""
+    split = after.str.extract_groups(_SPLIT).struct.field
+    return pl.coalesce(after.str.extract(_COMM_ID, 1),
+                       pl.concat_str(pl.lit("split "), split("2"), pl.lit("/"), split("1")))

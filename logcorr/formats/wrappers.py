@@ -22,6 +22,10 @@ Shapes (outermost first; every piece optional):
     milabench        dinov2-giant-nodes.cn-d004 [stderr]
     Ray              \\x1b[36m(RayWorkerWrapper pid=270291, ip=10.175.94.190)\\x1b[0m  (or lost-ESC [36m)
     torchrun/NeMo    1067:[default0]:[rank0]:   nemo.collections.llm.api.pretrain/0 [default0]:
+
+Docker's json-file driver (`{"log":"<line>\\n","stream":"stderr","time":"<RFC 3339 UTC>"}`,
+what collectors ship from /var/lib/docker/containers) is an envelope, not a prefix: its `log`
+string is decoded first and the shapes above are peeled from that.
 """
 
 from __future__ import annotations
@@ -61,6 +65,13 @@ WRAP = (
     r")"
 )
 
+_DOCKER_LOG = r'^\{"log":"((?:[^"\\]|\\.)*)"'
+_DOCKER_TIME = r'"time":"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?Z)"'
+# JSON string escapes, read left to right (so `\\n` is a backslash and an n); Go's encoder
+# writes <, > and & and control characters as \u escapes, other text as UTF-8
+_ESCAPES = {"\\\\": "\\", '\\"': '"', "\\/": "/", "\\n": "\n", "\\r": "\r", "\\t": "\t",
+            "\\b": "\b", "\\f": "\f", "\\u003c": "<", "\\u003e": ">", "\\u0026": "&",
+            "\\u001b": "\x1b", "\\u0000": "\x00", "\\u2028": "\u2028", "\\u2029": "\u2029"}
 _JUNK = r"\x1b\[[0-9;?]*[A-Za-z]|\[[0-9;]{1,6}m| ?\[repeated \d+x across cluster\]"
 _JUNK_HINT = r"\x1b|\[repeated |\[[0-9;]{1,6}m"
 # First characters a wrapped line can start with (a SGLang `[YYYY-MM-DD HH` line never is).
@@ -76,17 +87,45 @@ def peel(df: pl.DataFrame) -> pl.DataFrame:
         .then(pl.col("text"))
         .otherwise(pl.col("text").str.slice(pl.col("_pdsh").str.len_chars() + 2))
     )
+    docker = df.select(pl.col("_inner").str.starts_with('{"log":"').any()).item()
+    if docker:
+        df = _docker(df)
     maybe = pl.col("_inner").str.contains(_WRAP_STARTS)
     wrapped = df.filter(maybe)
     plain = df.filter(~maybe)
     wrapped = _wrapper_fields(wrapped)
     df = pl.concat([plain, wrapped], how="diagonal_relaxed")
     prefix = pl.col("_pdsh").str.len_chars().fill_null(-2) + 2 + pl.col("_wlen").fill_null(0)
-    return df.with_columns(
+    df = df.with_columns(
         _wrap=pl.col("text").str.slice(0, prefix),
         body=pl.col("text").str.slice(prefix),
         _w_host=pl.coalesce("_pdsh", "_w_host") if "_w_host" in df.columns else pl.col("_pdsh"),
-    ).drop("_pdsh", "_inner", "_wlen", strict=False)
+    )
+    if docker:  # the decoded line is the body; a part cut from it is the decoded text
+        enveloped = pl.col("_json")
+        wrap_ts = pl.col("wrap_ts") if "wrap_ts" in df.columns else pl.lit(None)
+        df = df.with_columns(
+            _wrap=pl.when(enveloped).then(pl.lit("")).otherwise("_wrap"),
+            body=pl.when(enveloped).then(pl.col("_inner").str.slice(pl.col("_wlen").fill_null(0)))
+            .otherwise("body"),
+            wrap_ts=pl.coalesce(wrap_ts, pl.col("_jtime")),
+        ).drop("_jtime", "_json")
+    return df.drop("_pdsh", "_inner", "_wlen", strict=False)
+
+
+def _docker(df: pl.DataFrame) -> pl.DataFrame:
+    """Decode the `log` string of Docker json-file lines into `_inner` (without its final
+    newline); `_jtime` is the envelope's UTC time, `_json` marks the lines."""
+    inner = pl.col("_inner")
+    raw = inner.str.extract(_DOCKER_LOG, 1)
+    decoded = (raw.str.replace(r"(?:\\r)?(?:\\n)?$", "")
+               .str.replace_many(list(_ESCAPES), list(_ESCAPES.values())))
+    return df.with_columns(
+        _json=raw.is_not_null(),
+        _jtime=inner.str.extract(_DOCKER_TIME, 1).str.to_datetime(
+            "%Y-%m-%dT%H:%M:%S%.fZ", time_unit="us", strict=False).dt.replace_time_zone("UTC"),
+        _inner=pl.coalesce(decoded, inner),
+    )
 
 
 def _wrapper_fields(df: pl.DataFrame) -> pl.DataFrame:
