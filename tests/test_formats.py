@@ -179,6 +179,13 @@ class TestWrappers:
         check('{"log":"[rank3]:[E1129 10:00:02.526290891 ProcessGroupNCCL.cpp:1785] x\\n",'
               '"stream":"stderr","time":"2026-11-29T02:00:02Z"}', torch_rank=3, source="torch")
 
+    def test_docker_json_file_glued_stays_whole(self) -> None:
+        """Two records glued in one envelope stay one part: parts cut from the decoded line
+        could not make up the line read."""
+        line = ('{"log":"[2026-11-29 10:00:00 TP3] Decode batch[2026-11-29 10:00:00 TP1] x\\n",'
+                '"stream":"stderr","time":"2026-11-29T02:00:00Z"}')
+        check(line, text=line, part=0, p_tp=3)
+
     def test_loki(self) -> None:
         """Loki export: epoch ms + ISO UTC."""
         check(

@@ -34,6 +34,7 @@ PIECES: tuple[bytes, ...] = (
     b"\xee\x80\x80",  # U+E000, the parts splitter's sentinel
     b"[2026-11-29 10:00:00] ", b"[2026-11-29 10:00:00.123 TP3] ", b"[2026-11-29 10:00:00 DP1 TP9 EP9] ",
     b"gpu-node-0:3416006:3416006 [0] NCCL INFO ", b" NCCL ", b"[20", b"[rank3]:",
+    b'{"log":"', b'\\n","stream":"stderr","time":"2026-11-29T02:00:00.1Z"}', b'\\"', b"\\u001b",
     b"[rank3]:[E1129 10:00:01.000000000 ProcessGroupNCCL.cpp:632] [PG ID 0 PG GUID 0(default_pg) Rank 3] ",
     b"I1129 10:00:01.000000 123 file.cc:12] ", b"Traceback (most recent call last):",
     b'  File "/x.py", line 3, in f', b"(SchedulerDisaggregation pid=123) ", b"Process 123: ",

@@ -54,6 +54,8 @@ def split(df: pl.DataFrame, hosts: pl.Series | None = None) -> pl.DataFrame:
              | body.str.slice(1).str.contains("[rank", literal=True)) & ~body.str.contains(
         SENTINEL, literal=True
     )
+    if "_json" in df.columns:  # a Docker json-file line: the parts' texts could not make up
+        maybe &= ~pl.col("_json").fill_null(False)  # the line read, so it stays whole
     single = df.filter(~maybe).with_columns(part=pl.lit(0, pl.UInt16), _frag=pl.lit(False))
     multi = df.filter(maybe)
     if multi.height == 0:

@@ -101,7 +101,7 @@ def peel(df: pl.DataFrame) -> pl.DataFrame:
         body=pl.col("text").str.slice(prefix),
         _w_host=pl.coalesce("_pdsh", "_w_host") if "_w_host" in df.columns else pl.col("_pdsh"),
     )
-    if docker:  # the decoded line is the body; a part cut from it is the decoded text
+    if docker:  # the decoded line is the body (`_json` keeps it whole: see `parts.split`)
         enveloped = pl.col("_json")
         wrap_ts = pl.col("wrap_ts") if "wrap_ts" in df.columns else pl.lit(None)
         df = df.with_columns(
@@ -109,7 +109,7 @@ def peel(df: pl.DataFrame) -> pl.DataFrame:
             body=pl.when(enveloped).then(pl.col("_inner").str.slice(pl.col("_wlen").fill_null(0)))
             .otherwise("body"),
             wrap_ts=pl.coalesce(wrap_ts, pl.col("_jtime")),
-        ).drop("_jtime", "_json")
+        ).drop("_jtime")
     return df.drop("_pdsh", "_inner", "_wlen", strict=False)
 
 
