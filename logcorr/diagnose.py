@@ -78,6 +78,24 @@ HEALTH_STEMS = ("Health check failed. Server couldn't get a response",)
 # transfers that failed with it
 PEER_STEMS = ("connection with prefill instance", "connection with decode instance")
 TRANSFER_STEMS = ("Decode transfer failed", "Prefill transfer failed")
+# a decode instance cannot reach the prefill instance's bootstrap server (common/mooncake conn:
+# 0.4.x-0.5.23 `Error fetching prefill parallel info from bootstrap: HTTPConnectionPool(...)`,
+# `Could not fetch prefill parallel info from bootstrap_addr: …` / `… from <addr> after n
+# attempts`)
+BOOTSTRAP_STEMS = ("Error fetching prefill parallel info from bootstrap",
+                   "Error fetching prefill info from bootstrap",
+                   "Could not fetch prefill parallel info from",
+                   "Failed to get prefill parallel info", "Failed to get prefill server info")
+# What a process prints when a peer failed first (see `_victims`): torch's Gloo barrier naming
+# the rank it waited for, SGLang's check that every TP rank loaded the model, broken links.
+VICTIM_STEMS = ("remote process exited", "communicator was aborted", "Connection reset by peer",
+                "ncclRemoteError", "Connection closed by peer", "Broken pipe",
+                "received errors while waiting for send/recv from rank",
+                "could finish the model loading, but there are other ranks")
+# NCCL's error return trace through communicator init (`NCCL INFO init.cc:1534 -> 2`): the
+# WARN before it on the same process is why its ncclCommInitRank failed
+NCCL_INIT_TRACE = "NCCL INFO init.cc:"
+_FAILED_RETURN = r" -> [1-9]\d*\s*$"
 # Startup phases in order: (name, begin stem, end stem).
 PHASES = (
     ("distributed init", ("Init torch distributed begin", "Init parallel begin"),
@@ -89,6 +107,7 @@ PHASES = (
 )
 ALL_STEMS = tuple(sorted({*CRASH_STEMS, *CASCADE_STEMS, *TIMEOUT_STEMS, *SGLANG_WATCHDOG_STEMS,
                           *DUMP_STEMS, *HEALTH_STEMS, *PEER_STEMS, *TRANSFER_STEMS,
+                          *BOOTSTRAP_STEMS, *VICTIM_STEMS, NCCL_INIT_TRACE,
                           "Pyspy dump", "NCCL WARN",
                           *(stem for _, begins, ends in PHASES for stem in begins + ends)}))
 # Lines a serving scheduler prints while it makes progress (only the ranks that print batch
@@ -280,14 +299,18 @@ def crash_findings(ctx: Context) -> list[Finding]:
     crash = fatal.filter(pl.col("proc").is_not_null())
     unnamed = fatal.filter(pl.col("proc").is_null()).sort("order")
     if crash.height == 0:
-        return _unnamed_crash(ctx, unnamed)
+        return _unnamed_crash(ctx, unnamed) or _nccl_init_failures(ctx)
     firsts = crash.group_by("proc").agg(pl.all().sort_by("order").first())
     # in one second (SGLang prints whole seconds) a victim's line does not make it the root
     second = pl.col("ts_full").dt.truncate("1s")
-    firsts = firsts.join(_victims(crash), on="proc", how="left").with_columns(
+    firsts = firsts.join(_victims(ctx.events, firsts), on="proc", how="left").with_columns(
+        _victim=pl.col("_victim").fill_null(False),
         _tie=pl.when(second.is_null()).then(pl.col("order"))
         .otherwise(pl.col("order").min().over(second))
-    ).sort("_tie", pl.col("_victim").fill_null(False), "order").drop("_victim", "_tie")
+    ).sort("_tie", "_victim", "order").drop("_tie")
+    firsts = _first_not_victim(firsts)
+    peer_first = bool(firsts["_victim"][0])  # every process that failed blames a peer
+    firsts = firsts.drop("_victim")
     root = firsts.row(0, named=True)
     earlier = unnamed.filter(pl.col("order") < root["order"])
     if earlier.height and earlier["role"][0] not in (None, "scheduler"):
@@ -299,6 +322,10 @@ def crash_findings(ctx: Context) -> list[Finding]:
     detail = _exception_text(record, root)
     proc_text = _short(ctx.people.get(root["proc"], {}))
     summary = f"{proc_text} failed first: {detail}"
+    if peer_first:
+        summary = (f"every process that failed says a peer failed before it"
+                   f"{_blamed_peer(ctx.events, firsts)}, and that peer left no fatal line in "
+                   f"these logs; the first to fail, {proc_text}: {detail}")
     if earlier.height:
         where = ctx.cite(earlier.head(1))[0]
         summary += (f" (but {earlier.height} fatal line(s) before it name no process, the "
@@ -317,12 +344,42 @@ def crash_findings(ctx: Context) -> list[Finding]:
                                    warned.select("file_id", "line"),
                                    later.select("file_id", "line"),
                                    cascade.select("file_id", "line")]), limit=12)
-    return [Finding("crash", "error", summary, ctx.who([root["proc"]]),
+    return [Finding("crash", "error", summary, ctx.who([] if peer_first else [root["proc"]]),
                     first_ts=_iso(root["ts_full"]),
                     last_ts=_iso(_last_ts(pl.concat([firsts.select("ts_full"),
                                                      cascade.select("ts_full")]))),
                     evidence=evidence,
-                    waiting=ctx.who(later["proc"].to_list()))]
+                    waiting=ctx.who((firsts if peer_first else later)["proc"].to_list()))]
+
+
+def _nccl_init_failures(ctx: Context) -> list[Finding]:
+    """No fatal line, but NCCL's return trace shows ncclCommInitRank failing (`init.cc:1534 ->
+    2`) on some processes: they failed, for the reason their WARN line before it gives (a
+    bootstrap peer they cannot reach, …). Only the processes the trace names are blamed."""
+    events = ctx.events
+    traces = events.filter(pl.col("text").str.contains(NCCL_INIT_TRACE, literal=True)
+                           & pl.col("text").str.contains(_FAILED_RETURN))
+    failed = traces.group_by("host", "pid", maintain_order=True).agg(pl.all().first())
+    if failed.height == 0:
+        return []
+    warns = (events.filter(pl.col("text").str.contains("NCCL WARN", literal=True))
+             .join(failed.select("host", "pid", _trace=pl.col("order")), on=["host", "pid"])
+             .filter(pl.col("order") < pl.col("_trace"))
+             .group_by("host", "pid", maintain_order=True).agg(pl.all().first()))
+    procs = failed["proc"].drop_nulls().unique(maintain_order=True).to_list()
+    who = ", ".join(_name(ctx.people[p]) for p in procs if p in ctx.people)
+    unnamed = [f"PID {pid} on {host}" for host, pid in
+               failed.filter(pl.col("proc").is_null()).select("host", "pid").iter_rows()]
+    who = ", ".join([who] * bool(who) + unnamed[:4] + [f"{len(unnamed) - 4} more"]
+                    * (len(unnamed) > 4))
+    reasons = sorted({str(t).split("NCCL WARN", 1)[1].strip() for t in warns["text"].to_list()})
+    summary = (f"NCCL communicator init failed on {who}"
+               + (f": {'; '.join(r[:160] for r in reasons[:3])}" if reasons else ""))
+    rows = pl.concat([warns.select("file_id", "line", "ts_full", "order"),
+                      failed.select("file_id", "line", "ts_full", "order")]).sort("order")
+    first_ts, last_ts = _span(rows.get_column("ts_full"))
+    return [Finding("crash", "error", summary, ctx.who(procs), first_ts=first_ts,
+                    last_ts=last_ts, evidence=ctx.cite(rows, 12))]
 
 
 _WARN_WINDOW = timedelta(minutes=10)
@@ -374,9 +431,6 @@ def _unnamed_crash(ctx: Context, unnamed: pl.DataFrame, waiting: list[int] | Non
 
 # `Scheduler or DataParallelController 7002 terminated with 0`: a clean exit
 _CLEAN_EXIT = r"terminated with 0\s*$"
-# what a process prints when a peer failed first: it is a victim of that failure
-_VICTIM = (r"remote process exited|communicator was aborted|Connection reset by peer"
-           r"|ncclRemoteError|Connection closed by peer|Broken pipe")
 # the child the main process / DP controller / launcher saw die, by its PID
 _DEAD_PID = r"(?:\(pid=|DataParallelController )(\d+)\)? (?:crashed|terminated)"
 
@@ -425,10 +479,60 @@ def _named_by_pid(ctx: Context, fatal: pl.DataFrame) -> pl.DataFrame:
     return found.with_columns(pl.coalesce("proc", "_proc").alias("proc")).drop("_pid", "_proc")
 
 
-def _victims(crash: pl.DataFrame) -> pl.DataFrame:
-    """proc -> whether its fatal lines say a peer failed first (`remote process exited`, …)."""
-    return crash.group_by("proc").agg(pl.col("text").str.contains(_VICTIM).any()
-                                      .alias("_victim"))
+_VICTIM_WINDOW = timedelta(seconds=60)
+
+
+def _victims(events: pl.DataFrame, firsts: pl.DataFrame) -> pl.DataFrame:
+    """proc -> True when it says a peer failed first (VICTIM_STEMS): in the record of its
+    first fatal line (`ValueError: TP rank 1 could finish the model loading, but …`), or on a
+    line of its own in the minute before it (torch's Gloo barrier line comes before the
+    scheduler's exception)."""
+    said = events.filter(_contains_any(VICTIM_STEMS) & pl.col("proc").is_not_null()).select(
+        "proc", "file_id", "record", "order", "ts_full")
+    fatal = firsts.select("proc", _file=pl.col("file_id"), _record=pl.col("record"),
+                          _order=pl.col("order"), _ts=pl.col("ts_full"))
+    joined = said.join(fatal, on="proc")
+    own_record = (pl.col("file_id") == pl.col("_file")) & (pl.col("record") == pl.col("_record"))
+    recent = (pl.col("ts_full").is_null() | pl.col("_ts").is_null()
+              | (pl.col("ts_full") >= pl.col("_ts") - _VICTIM_WINDOW))
+    before = (pl.col("order") <= pl.col("_order")) & recent
+    return (joined.filter((own_record | before).fill_null(False)).select("proc").unique()
+            .with_columns(_victim=pl.lit(True)))
+
+
+def _first_not_victim(firsts: pl.DataFrame) -> pl.DataFrame:
+    """`firsts` (in failure order) with the first process that does not blame a peer, and
+    failed within a minute of the first, moved to the front: the victims' own lines often come
+    first (a peer's death is seen at once, the dying process's error is still being printed)."""
+    if firsts.height == 0 or not firsts["_victim"][0]:
+        return firsts
+    start = firsts["ts_full"][0]
+    indexed = firsts.with_row_index("_i")
+    soon = (pl.lit(True) if start is None
+            else pl.col("ts_full").is_null() | (pl.col("ts_full") <= start + _VICTIM_WINDOW))
+    found = indexed.filter(~pl.col("_victim") & soon)
+    if found.height == 0:
+        return firsts
+    first = int(found["_i"][0])
+    return pl.concat([indexed.slice(first, 1), indexed.slice(0, first),
+                      indexed.slice(first + 1)]).drop("_i")
+
+
+_PEER_RANK = regex.compile(r"waiting for send/recv from rank (\d+)")
+
+
+def _blamed_peer(events: pl.DataFrame, firsts: pl.DataFrame) -> str:
+    """Who the victims' lines blame, when they say: torch's Gloo barrier names the group rank
+    it waited for; SGLang's load check names none."""
+    said = events.filter(pl.col("proc").is_in(firsts["proc"].to_list())
+                         & _contains_any(VICTIM_STEMS))["text"].to_list()
+    ranks = sorted({int(m.group(1)) for t in said if (m := _PEER_RANK.search(str(t)))})
+    if ranks:
+        return (f" (torch's monitored barrier names rank(s) {ranks} of its process group; "
+                "check that rank's logs)")
+    if any("could finish the model loading" in str(t) for t in said):
+        return " (SGLang: other TP ranks did not finish loading the model)"
+    return ""
 
 
 _CASCADE_NOTE = "; the SIGQUIT/kill cascade that followed is attached"
@@ -532,11 +636,31 @@ def _group_name(topology: Topology, desc: str | None, pg_rank: int | None,
     return "tp" if "tp" in fits else next(iter(fits))
 
 
+def _borrow_desc(events: pl.DataFrame, timeouts: pl.DataFrame) -> pl.DataFrame:
+    """A timeout line without a PG description (torch 2.5's `[Rank 6] Watchdog caught …`)
+    takes the one its process printed within the same second for the same group rank (the
+    `[PG ID 0 PG GUID 0(default_pg) Rank 6] Exception … detected by watchdog` line that
+    handles the same work), when that is a single description."""
+    tagged = events.filter(pl.col("pg_desc").is_not_null() & pl.col("proc").is_not_null()
+                           & pl.col("pg_rank").is_not_null() & pl.col("ts_full").is_not_null())
+    if tagged.height == 0:
+        return timeouts
+    seconds = pl.col("ts_full").dt.truncate("1s")
+    descs = (tagged.group_by("proc", "pg_rank", seconds.alias("_s"))
+             .agg(pl.col("pg_desc").unique()).filter(pl.col("pg_desc").list.len() == 1)
+             .select("proc", "pg_rank", "_s", _desc=pl.col("pg_desc").list.first()))
+    return (timeouts.with_columns(_s=seconds)
+            .join(descs, on=["proc", "pg_rank", "_s"], how="left", maintain_order="left")
+            .with_columns(pg_desc=pl.coalesce("pg_desc", "_desc")).drop("_s", "_desc"))
+
+
 def hang_findings(ctx: Context, crashed: set[int]) -> list[Finding]:
     """One finding per group instance whose members' watchdogs fired."""
     if ctx.topology is None:
-        return []
-    timeouts = ctx.events.filter(_contains_any(TIMEOUT_STEMS) & pl.col("proc").is_not_null())
+        rows = ctx.events.filter(_contains_any(TIMEOUT_STEMS)).to_dicts()
+        return [_unplaced_timeouts(ctx, rows, _NO_TOPOLOGY)] if rows else []
+    timeouts = _borrow_desc(ctx.events, ctx.events.filter(_contains_any(TIMEOUT_STEMS)
+                                                           & pl.col("proc").is_not_null()))
     instances: dict[tuple[int, str, tuple[int, ...]], list[dict[str, Any]]] = {}
     unknown: list[dict[str, Any]] = []
     for row in timeouts.iter_rows(named=True):
@@ -555,16 +679,28 @@ def hang_findings(ctx: Context, crashed: set[int]) -> list[Finding]:
     return findings + _replica_blind_hangs(ctx, ctx.topology)
 
 
-def _unplaced_timeouts(ctx: Context, rows: list[dict[str, Any]]) -> Finding:
-    """Collective timeouts whose group is unknown (a PG line without a description whose rank
-    fits several groups): reported, with who timed out, but with no culprit."""
-    procs = sorted({r["proc"] for r in rows})
+_UNNAMED_GROUP = ("the lines do not name the group (SGLang before 0.5.20 gives torch no group "
+                  "description)")
+_NO_TOPOLOGY = ("without the launch config (--config ARGS, or a server_args line in the logs) "
+                "the group's members are unknown")
+
+
+def _unplaced_timeouts(ctx: Context, rows: list[dict[str, Any]], why: str = _UNNAMED_GROUP
+                       ) -> Finding:
+    """Collective timeouts whose group cannot be placed (a PG line without a description
+    whose rank fits several groups, or no topology at all): reported, with who timed out,
+    but with no culprit."""
+    procs = sorted({r["proc"] for r in rows if r["proc"] is not None})
     seqs = sorted({r["seq"] for r in rows if r["seq"] is not None})
     times = [r["ts_full"] for r in rows if r["ts_full"]]
-    summary = (f"{len(procs)} process(es) timed out in a collective"
-               + (f" (SeqNum {', '.join(map(str, seqs[:4]))})" if seqs else "")
-               + "; the lines do not name the group (SGLang before 0.5.20 gives torch no group"
-               " description), so the member that never reached it cannot be told")
+    ranks = sorted({r["torch_rank"] for r in rows if r["torch_rank"] is not None})
+    groups = sorted({str(r["pg_desc"]).split(":")[0] for r in rows if r["pg_desc"]})
+    who = (f"{len(procs)} process(es)" if procs and len(procs) >= len(ranks)
+           else f"torch rank(s) {ranks}" if ranks else "a process")
+    said = [f"SeqNum {', '.join(map(str, seqs[:4]))}"] if seqs else []
+    said += [f"group {', '.join(groups)}"] if groups else []
+    summary = (f"{who} timed out in a collective" + (f" ({'; '.join(said)})" if said else "")
+               + f"; {why}, so the member that never reached it cannot be told")
     evidence = ctx.cite(_places(rows), 12)
     return Finding("collective-hang", "error", summary, seq=seqs[-1] if seqs else None,
                    first_ts=_iso(min(times, default=None)),
@@ -943,7 +1079,8 @@ def transfer_findings(ctx: Context) -> list[Finding]:
     that report it are on the side that survived: listed as waiting, not as culprits."""
     lost = ctx.events.filter(_contains_any(PEER_STEMS)).sort("order")
     failed = ctx.events.filter(_contains_any(TRANSFER_STEMS)).sort("order")
-    if lost.height == 0 and failed.height == 0:
+    unreachable = ctx.events.filter(_contains_any(BOOTSTRAP_STEMS)).sort("order")
+    if lost.height == 0 and failed.height == 0 and unreachable.height == 0:
         return []
     peers: dict[tuple[str, str], int] = {}
     for text in lost.get_column("text").to_list():
@@ -955,12 +1092,29 @@ def transfer_findings(ctx: Context) -> list[Finding]:
              for (side, addr), n in peers.items()]
     if failed.height:
         parts.append(f"{failed.height} KV transfer(s) failed")
-    both = pl.concat([lost, failed]).sort("order")
+    if unreachable.height:
+        servers = sorted({_bootstrap_server(str(t)) for t in unreachable["text"].to_list()}
+                         - {""})
+        parts.append("could not reach the prefill instance's bootstrap server"
+                     + (f" ({', '.join(servers)})" if servers else ""))
+    both = pl.concat([lost, failed, unreachable]).sort("order")
     first_ts, last_ts = _span(both.get_column("ts_full"))
     return [Finding("disagg-transfer", "warning",
                     "PD disaggregation: " + "; ".join(parts or ["the peer instance was lost"]),
                     first_ts=first_ts, last_ts=last_ts, evidence=ctx.cite(both),
                     waiting=ctx.who(both.get_column("proc").drop_nulls().to_list()))]
+
+
+_SERVER = regex.compile(r"host='([^']+)', port=(\d+)|bootstrap_addr: (\S+?),?\s|from (\S+) after ")
+
+
+def _bootstrap_server(text: str) -> str:
+    """`host:port` of the bootstrap server a line failed to reach, when it says."""
+    found = _SERVER.search(text + " ")
+    if not found:
+        return ""
+    host, port, addr, other = found.groups()
+    return f"{host}:{port}" if host else (addr or other or "")
 
 
 def stalled_findings(ctx: Context, earlier: list[Finding]) -> list[Finding]:

@@ -28,8 +28,10 @@ if TYPE_CHECKING:
 _UNSAFE = regex.compile(r"[\x00-\x08\x0a-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 _PALETTE = ("cyan", "magenta", "green", "yellow", "blue", "red", "bright_cyan",
             "bright_magenta", "bright_green", "bright_yellow", "bright_blue", "bright_red")
+# (in the order of SGLang's prefix: DP, PP, ATTN_CP, MOE_DP, TP, EP)
 _TAG_COLUMNS = (("node_rank", "n"), ("gpu_id", "g"), ("replica", "r"), ("world_rank", "w"),
-                ("dp_rank", "DP"), ("pp_rank", "PP"), ("tp_rank", "TP"), ("moe_ep_rank", "EP"))
+                ("dp_rank", "DP"), ("pp_rank", "PP"), ("attn_cp_rank", "ATTN_CP"),
+                ("moe_dp_rank", "MOE_DP"), ("tp_rank", "TP"), ("moe_ep_rank", "EP"))
 
 
 def inert(text: str) -> str:
@@ -53,7 +55,8 @@ def tag_expr(topology: Topology | None = None) -> pl.Expr:
     if topology is not None:
         s = topology.sizes
         widths = {"replica": s.replicas, "pp_rank": s.pp, "moe_ep_rank": s.moe_ep,
-                  "dp_rank": max(s.replicas, s.attn_dp), "tp_rank": s.tp}
+                  "dp_rank": max(s.replicas, s.attn_dp), "tp_rank": s.tp,
+                  "attn_cp_rank": s.attn_cp, "moe_dp_rank": s.moe_dp}
     parts = [pl.when(pl.col(col).is_not_null()).then(pl.lit(label) + pl.col(col).cast(pl.String))
              for col, label in _TAG_COLUMNS if widths.get(col, 2) > 1]
     coords = pl.concat_str(parts, separator=" ", ignore_nulls=True)
@@ -196,8 +199,12 @@ def findings_view(analysis: Analysis) -> RenderableType:
 
 def _people_table(title: str, people: list[dict[str, object]]) -> Table:
     table = Table(box=None, pad_edge=False, header_style="bold")
-    columns = ("replica", "world_rank", "node_rank", "host", "pid", "gpu_id", "tp_rank",
-               "dp_rank", "pp_rank", "attn_dp_rank", "attn_tp_rank", "moe_ep_rank")
+    columns: tuple[str, ...] = ("replica", "world_rank", "node_rank", "host", "pid", "gpu_id",
+                                "tp_rank", "dp_rank", "pp_rank", "attn_dp_rank", "attn_tp_rank",
+                                "moe_ep_rank")
+    # context parallelism and MoE data parallelism, when some member has a rank other than 0
+    columns += tuple(c for c in ("attn_cp_rank", "moe_dp_rank")
+                     if any(person.get(c) not in (None, 0) for person in people))
     table.add_column(f"   {title}")
     for column in columns:
         table.add_column(column.replace("_rank", ""), justify="right")

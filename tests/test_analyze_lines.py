@@ -1390,3 +1390,146 @@ def test_a_process_title_names_its_ranks_without_a_config(tmp_path: Path) -> Non
     ])
     timeline = analyze([logs]).timeline
     assert [row(timeline, "driver.log", n)["tp_rank"] for n in (1, 2)] == [0, 1]
+
+
+class TestVictimsAndUnplacedHangs:
+    """Second audit of public incidents: victims named as roots, timeouts with no finding."""
+
+    TRACE = ["  File \"/sgl/srt/managers/scheduler.py\", line 2056, in run_scheduler_process",
+             "    scheduler = Scheduler(server_args, port_args, gpu_id, tp_rank, dp_rank)"]
+
+    def test_gloo_barrier_blames_a_peer(self, tmp_path: Path) -> None:
+        """sglang#5602: TP3 and TP6 say torch's monitored barrier got no answer from rank 0;
+        rank 0 left no line. Neither victim is the culprit."""
+        logs = tmp_path / "logs"
+        lines = ["[2025-04-21 04:08:43 TP5] Load weight end. type=DeepseekV3ForCausalLM",
+                 "[2025-04-21 04:13:43] Received sigquit from a child process. It usually "
+                 "means the child failed."]
+        for rank in (3, 6):
+            lines += [f"[rank{rank}]:[E421 04:13:43.426633564 ProcessGroupGloo.cpp:143] Rank "
+                      f"{rank} successfully reached monitoredBarrier, but received errors while "
+                      "waiting for send/recv from rank 0. Please check rank 0 logs for faulty "
+                      "rank.",
+                      f"[2025-04-21 04:13:43 TP{rank}] Scheduler hit an exception: Traceback "
+                      "(most recent call last):", *self.TRACE]
+        write(logs, "console.log", lines)
+        found = analyze([logs], config=config(tmp_path, {"tp_size": 8})).findings
+        crash = next(f for f in found if f.kind == "crash")
+        assert crash.processes == []
+        assert [p["world_rank"] for p in crash.waiting] == [3, 6]
+        assert "names rank(s) [0] of its process group" in crash.summary
+
+    def test_a_rank_that_loaded_is_not_the_root(self, tmp_path: Path) -> None:
+        """sglang#4503: `TP rank 1 could finish the model loading, but there are other ranks
+        that didn't` is raised on the ranks that did load."""
+        logs = tmp_path / "logs"
+        write(logs, "node0.log", [
+            "[2025-03-17 17:15:55 TP1] Scheduler hit an exception: Traceback (most recent call "
+            "last):", *self.TRACE,
+            "ValueError: TP rank 1 could finish the model loading, but there are other ranks "
+            "that didn't finish loading. It is likely due to unexpected failures (e.g., OOM) or "
+            "a slow node."])
+        write(logs, "node0b.log", ["[2025-03-17 17:15:40 TP0] Load weight begin."])
+        crash = next(f for f in analyze([logs], config=config(tmp_path, {"tp_size": 2})).findings
+                     if f.kind == "crash")
+        assert crash.processes == [] and [p["world_rank"] for p in crash.waiting] == [1]
+        assert "other TP ranks did not finish loading the model" in crash.summary
+
+    def test_a_real_failure_after_a_victim_line_is_the_root(self, tmp_path: Path) -> None:
+        """A victim's line printed first (a peer's death is seen at once) does not hide the
+        process whose own error follows within the minute."""
+        logs = tmp_path / "logs"
+        write(logs, "console.log", [
+            "[2026-11-29 10:00:20 TP0] Scheduler hit an exception: Traceback (most recent call "
+            "last):", *self.TRACE, "RuntimeError: NCCL error: remote process exited or there "
+            "was a network error, NCCL version 2.21.5",
+            "[2026-11-29 10:00:31 TP2] Scheduler hit an exception: Traceback (most recent call "
+            "last):", *self.TRACE, "RuntimeError: CUDA error: an illegal memory access was "
+            "encountered"])
+        crash = next(f for f in analyze([logs], config=config(tmp_path, {"tp_size": 4})).findings
+                     if f.kind == "crash")
+        assert [p["world_rank"] for p in crash.processes] == [2]
+        assert [p["world_rank"] for p in crash.waiting] == [0]
+
+    def test_timeouts_without_a_config_are_reported(self, tmp_path: Path) -> None:
+        """sglang#10124 without --config: the torch rank and SeqNum, no culprit."""
+        logs = tmp_path / "logs"
+        write(logs, "console.log", [
+            "[rank3]:[E908 08:39:25.432755661 ProcessGroupNCCL.cpp:2068] [PG ID 2 PG GUID 3 Rank"
+            " 3] Process group watchdog thread terminated with exception: [Rank 3] Watchdog "
+            "caught collective operation timeout: WorkNCCL(SeqNum=432927, OpType="
+            "_REDUCE_SCATTER_BASE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600045 "
+            "milliseconds before timing out."])
+        hang = next(f for f in analyze([logs]).findings if f.kind == "collective-hang")
+        assert hang.processes == [] and hang.seq == 432927
+        assert hang.summary.startswith("torch rank(s) [3] timed out in a collective")
+        assert "without the launch config" in hang.summary
+
+    def test_a_timeout_line_takes_the_group_its_process_named_that_second(
+            self, tmp_path: Path) -> None:
+        """sglang#3368 under tp 8 · pp 2: `[Rank 6] Watchdog caught …` names no group; the
+        same process's `[PG ID 0 PG GUID 0(default_pg) Rank 6] Exception …` of that second
+        (hard-wrapped, so no timeout stem of its own) says it is the world group (rank 6 of tp
+        is rank 6 of the world too)."""
+        logs = tmp_path / "logs"
+        write(logs, "console.log", [
+            "[2025-02-07 01:19:30 PP0 TP6] Init torch distributed begin.",
+            "[rank6]:[E207 01:29:36.730311765 ProcessGroupNCCL.cpp:616] [Rank 6] Watchdog caught"
+            " collective operation timeout: WorkNCCL(SeqNum=2, OpType=ALLREDUCE, NumelIn=1, "
+            "NumelOut=1, Timeout(ms)=600000) ran for 600014 milliseconds before timing out.",
+            "[rank6]:[E207 01:29:36.730815661 ProcessGroupNCCL.cpp:1785] [PG ID 0 PG GUID "
+            "0(default_pg) Rank 6] Exception (either an error or timeout) detected by watchd",
+            "og at work: 2, last enqueued NCCL work: 2, last completed NCCL work: 1."])
+        args = config(tmp_path, {"tp_size": 8, "pp_size": 2})
+        hang = next(f for f in analyze([logs], config=args).findings
+                    if f.kind == "collective-hang")
+        assert hang.summary.startswith("world group [0, 1, 2")
+
+    def test_bootstrap_server_unreachable(self, tmp_path: Path) -> None:
+        """sglang#9266: a decode instance cannot fetch the prefill instance's parallel info."""
+        logs = tmp_path / "logs"
+        write(logs, "decode.log", [
+            f"[2025-08-29 11:56:51 TP{r} EP{r}] Error fetching prefill parallel info from "
+            "bootstrap: HTTPConnectionPool(host='sglang-deploy-glm-4-5-prefill', port=30089): "
+            "Max retries exceeded with url: /route?engine_rank=-1&target_dp_group=-1 (Caused by "
+            "ConnectTimeoutError(...))" for r in (0, 4)])
+        found = analyze([logs], config=config(tmp_path, {"tp_size": 8, "ep_size": 8})).findings
+        transfer = next(f for f in found if f.kind == "disagg-transfer")
+        assert "bootstrap server (sglang-deploy-glm-4-5-prefill:30089)" in transfer.summary
+        assert [p["world_rank"] for p in transfer.waiting] == [0, 4]
+
+
+def test_tags_show_context_and_moe_data_parallel_ranks(tmp_path: Path) -> None:
+    """PR#29600 shape: `ATTN_CP3` and `MOE_DP1` are in the view's tag, in the prefix's order."""
+    logs = tmp_path / "logs"
+    write(logs, "all.log", ["[2026-11-29 10:00:03 ATTN_CP1 MOE_DP1 TP6 EP2] Init torch "
+                            "distributed begin."])
+    args = config(tmp_path, {"tp_size": 8, "attn_cp_size": 2, "moe_dp_size": 2, "ep_size": 4})
+    out = tmp_path / "view.txt"
+    assert main(["analyze", str(logs), "--config", str(args), "--format", "text",
+                 "-o", str(out)]) == 0
+    assert "[n0 g6 w6 ATTN_CP1 MOE_DP1 TP6 EP2]" in out.read_text()
+
+
+def test_nccl_init_failure_with_no_fatal_line(tmp_path: Path) -> None:
+    """sglang#6017: GPU 0 cannot reach the bootstrap root; NCCL's return trace runs through
+    init.cc and the log ends. GPU 6 (no trace) is not blamed."""
+    logs = tmp_path / "logs"
+    host = "hd03-gpu2-0031"
+    write(logs, "node.log", [
+        f"{host}:14139:14139 [6] NCCL INFO Using network IBext_v8",
+        "",
+        f"{host}:14133:14133 [0] misc/socket.cc:484 NCCL WARN socketStartConnect: Connect to "
+        "169.254.20.10<43369> failed : Software caused connection abort",
+        f"{host}:14133:14133 [0] NCCL INFO misc/socket.cc:567 -> 2",
+        f"{host}:14133:14133 [0] NCCL INFO bootstrap.cc:285 -> 2",
+        f"{host}:14133:14133 [0] NCCL INFO init.cc:1534 -> 2",
+        f"{host}:14133:14133 [0] NCCL INFO init.cc:1799 -> 2"])
+    crash = next(f for f in analyze([logs], config=config(tmp_path, {"tp_size": 8})).findings
+                 if f.kind == "crash")
+    assert [p["world_rank"] for p in crash.processes] == [0]
+    assert crash.summary == ("NCCL communicator init failed on world rank 0: socketStartConnect: "
+                             "Connect to 169.254.20.10<43369> failed : Software caused "
+                             "connection abort")
+    bare = next(f for f in analyze([logs]).findings if f.kind == "crash")
+    assert bare.processes == [] and "on PID 14133 on hd03-gpu2-0031:" in bare.summary
