@@ -730,7 +730,7 @@ def _stream_records(frame: pl.DataFrame, starts: pl.Expr) -> pl.DataFrame:
 
 
 def _printed(frame: pl.DataFrame, shared: list[int]) -> pl.Series:
-    """Lines (not blank) of a `shared` file that continue no record of their own and whose
+    """Lines (blank ones too) of a `shared` file that continue no record of their own and whose
     record header is a one-line SGLang message: not an exception, not ending with `:` (which
     announces what follows: `Pyspy dump for PID n:`). A print, a CUDA error or a
     faulthandler dump after a uvicorn access line is no more the main process's than any
@@ -744,8 +744,7 @@ def _printed(frame: pl.DataFrame, shared: list[int]) -> pl.Series:
     heads = frame.get_column("_head_row").gather(rows)  # (Series work: no query plans)
     hit = ((frame.get_column("source").gather(heads) == "sglang")
            & ~frame.get_column("_exc").gather(heads).fill_null(False)
-           & ~frame.get_column("text").gather(heads).str.strip_chars_end().str.ends_with(":")
-           & (frame.get_column("text").gather(rows).str.strip_chars() != ""))
+           & ~frame.get_column("text").gather(heads).str.strip_chars_end().str.ends_with(":"))
     return marks.scatter(rows.filter(hit.fill_null(False)), True)
 
 

@@ -1533,3 +1533,18 @@ def test_nccl_init_failure_with_no_fatal_line(tmp_path: Path) -> None:
                              "connection abort")
     bare = next(f for f in analyze([logs]).findings if f.kind == "crash")
     assert bare.processes == [] and "on PID 14133 on hd03-gpu2-0031:" in bare.summary
+
+
+def test_a_blank_line_after_a_one_line_message_in_a_shared_file_is_nobody_s(
+        tmp_path: Path) -> None:
+    """sglang#3368: blank lines after `[… TP1] Load weight end.` in a console all ranks write
+    to may be any writer's (a print, a progress bar's end)."""
+    logs = tmp_path / "logs"
+    write(logs, "console.log", [
+        "[2025-02-07 01:19:30 TP1] Load weight end. type=DeepseekV3ForCausalLM",
+        "",
+        "",
+        "[2025-02-07 01:19:31 TP0] Load weight end. type=DeepseekV3ForCausalLM"])
+    detail = analyze([logs], config=config(tmp_path, {"tp_size": 2})).detail
+    assert [(row(detail, "console.log", n)["world_rank"], row(detail, "console.log", n)["why"])
+            for n in (2, 3)] == [(None, "plain line in a shared file")] * 2
