@@ -40,7 +40,7 @@ _INT_FIELDS: dict[str, int] = {
     "gpu_id_step": 1,
     "dwdp_size": 1,
 }
-_BOOL_FIELDS = ("enable_dp_attention", "enable_ep_moe", "enable_deepep_moe")
+_BOOL_FIELDS = ("enable_dp_attention", "enable_ep_moe", "enable_deepep_moe", "enable_dp_lm_head")
 _STR_FIELDS = ("moe_a2a_backend", "device", "dist_init_addr")
 _OPTIONAL_INT_FIELDS = ("node_rank", "moe_dense_tp_size")
 _FLOAT_FIELDS = ("watchdog_timeout", "dist_timeout")
@@ -94,6 +94,7 @@ class LaunchConfig:
     dist_init_addr: str | None = None
     watchdog_timeout: float | None = None
     dist_timeout: float | None = None
+    enable_dp_lm_head: bool = False  # only checked: it needs attention DP when DP is on
     sglang_version: SglangVersion = field(default_factory=lambda: DEFAULT_VERSION)
     source: str = "defaults"  # where the values came from, for messages
 

@@ -290,6 +290,10 @@ def _attention_problems(config: LaunchConfig, sizes: Sizes) -> Iterator[str]:
                f"attn_cp_size {sizes.attn_cp}; choose a dp/attn-dp size that divides tp")
     if sizes.tp % sizes.dcp:
         yield f"tp_size {sizes.tp} must be divisible by dcp_size {sizes.dcp}"
+    # (with one DP rank SGLang turns the flag off; with native DP replicas it refuses it)
+    if config.enable_dp_lm_head and sizes.replicas > 1:
+        yield ("enable_dp_lm_head needs attention data parallelism (--enable-dp-attention, or "
+               "--attn-dp-size from 0.5.22); with dp_size replicas drop --enable-dp-lm-head")
 
 
 def _moe_problems(config: LaunchConfig, sizes: Sizes) -> Iterator[str]:

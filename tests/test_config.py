@@ -9,6 +9,7 @@ import pytest
 
 from logcorr.config import config_from_text, fields_from_server_args_line, load_config
 from logcorr.errors import ConfigError
+from logcorr.topology import check_config
 
 # Shortened from a real 0.5.8 line (log-formats.md §1.4): enum reprs, lists, dicts, quotes.
 SERVER_ARGS_DATACLASS = (
@@ -65,6 +66,19 @@ class TestCommand:
             "  --moe-a2a-backend deepep --trust-remote-code  # comment\n", source="cmd")
         assert (config.tp_size, config.dp_size, config.enable_dp_attention) == (16, 8, True)
         assert (config.nnodes, config.node_rank, config.moe_a2a_backend) == (2, 0, "deepep")
+
+    def test_dp_lm_head_needs_attention_dp(self) -> None:
+        """SGLang refuses --enable-dp-lm-head with native DP replicas (0.5.23 overrides.py
+        `_dp_lm_head_validation`); with one DP rank it turns the flag off."""
+        refused = config_from_text("python -m sglang.launch_server --tp 4 --dp 2 "
+                                   "--enable-dp-lm-head", source="cmd")
+        assert refused.enable_dp_lm_head
+        with pytest.raises(ConfigError, match="enable_dp_lm_head needs attention data"):
+            check_config(refused)
+        for accepted in ("--tp 4 --dp 2 --enable-dp-attention --enable-dp-lm-head",
+                         "--tp 4 --enable-dp-lm-head"):
+            check_config(config_from_text(f"python -m sglang.launch_server {accepted}",
+                                          source="cmd"))
 
     def test_long_aliases(self) -> None:
         config = config_from_text("sglang serve --tensor-parallel-size 4 "

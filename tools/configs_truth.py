@@ -83,4 +83,62 @@ def CURRENT(version):
             ("tp32_attndp4_nnodes4", dict(tp_size=32, attn_dp_size=4, nnodes=4)),
             ("invalid_dp2_attndp2", dict(tp_size=4, dp_size=2, attn_dp_size=2)),
         ]
+    if _vt(version) >= (0, 5, 22):
+        c += EXTRA
     return c
+
+# Added in a second pass (0.5.22+ field names): placements, a2a backends, CP/DCP mixes, NPU and
+# rejections. Not here: tp16 nnodes2 node_rank 2 (SGLang's argument checks let it through, the
+# launch then fails in every scheduler: logcorr refuses it up front).
+EXTRA = [
+    # plain TP / PP placement
+    ("x_tp2", dict(tp_size=2)),
+    ("x_tp1_pp4", dict(tp_size=1, pp_size=4)),
+    ("x_tp8_pp4_nnodes4", dict(tp_size=8, pp_size=4, nnodes=4)),
+    ("x_tp16_pp2_nnodes4", dict(tp_size=16, pp_size=2, nnodes=4)),
+    ("x_tp4_pp2_nnodes4", dict(tp_size=4, pp_size=2, nnodes=4)),
+    ("x_tp2_pp3_nnodes2", dict(tp_size=2, pp_size=3, nnodes=2)),
+    ("x_tp16_nnodes2_noderank1", dict(tp_size=16, nnodes=2, node_rank=1)),
+    ("x_tp8_nnodes2_base4", dict(tp_size=8, nnodes=2, base_gpu_id=4)),
+    # native DP
+    ("x_dp2_tp2_pp2", dict(tp_size=2, pp_size=2, dp_size=2)),
+    # attention DP
+    ("x_tp8_attndp4_flag", dict(tp_size=8, attn_dp_size=4, enable_dp_attention=True)),
+    ("x_tp8_attndp8_deepep", dict(tp_size=8, attn_dp_size=8, moe_a2a_backend="deepep")),
+    ("x_tp16_attndp16_mooncake_nnodes2", dict(tp_size=16, attn_dp_size=16, moe_a2a_backend="mooncake", nnodes=2)),
+    ("x_tp32_attndp32_deepep_nnodes4_dplmhead", dict(tp_size=32, attn_dp_size=32, moe_a2a_backend="deepep", nnodes=4, enable_dp_lm_head=True, moe_dense_tp_size=1)),
+    ("x_tp16_dp8_dpattn_ep16_nnodes2_noderank1", dict(tp_size=16, dp_size=8, enable_dp_attention=True, ep_size=16, nnodes=2, node_rank=1)),
+    ("x_tp4_pp2_attndp2_nnodes2", dict(tp_size=4, pp_size=2, attn_dp_size=2, nnodes=2)),
+    # EP / a2a backends
+    ("x_tp8_mooncake", dict(tp_size=8, moe_a2a_backend="mooncake")),
+    ("x_tp8_ep4_deepep", dict(tp_size=8, ep_size=4, moe_a2a_backend="deepep")),
+    ("x_tp16_ep8_nnodes2", dict(tp_size=16, ep_size=8, nnodes=2)),
+    ("x_tp4_pp2_ep4_nnodes2", dict(tp_size=4, pp_size=2, ep_size=4, nnodes=2)),
+    ("x_tp8_moedense8", dict(tp_size=8, moe_dense_tp_size=8)),
+    # CP / MoE-DP / DCP
+    ("x_tp8_attncp2", dict(tp_size=8, attn_cp_size=2)),
+    ("x_tp8_moedp4_ep2_attncp4", dict(tp_size=8, moe_dp_size=4, ep_size=2, attn_cp_size=4)),
+    ("x_tp16_attncp2_moedp2_ep8_nnodes2", dict(tp_size=16, attn_cp_size=2, moe_dp_size=2, ep_size=8, nnodes=2)),
+    ("x_tp8_attndp2_attncp2_ep8", dict(tp_size=8, attn_dp_size=2, attn_cp_size=2, ep_size=8)),
+    ("x_tp8_attndp2_attncp4", dict(tp_size=8, attn_dp_size=2, attn_cp_size=4)),
+    ("x_tp8_dcp4", dict(tp_size=8, dcp_size=4)),
+    ("x_tp8_attndp2_dcp2", dict(tp_size=8, attn_dp_size=2, dcp_size=2)),
+    ("x_tp4_pp2_dcp2", dict(tp_size=4, pp_size=2, dcp_size=2)),
+    ("x_tp8_attncp2_dcp2", dict(tp_size=8, attn_cp_size=2, dcp_size=2)),
+    # NPU
+    ("x_tp8_npu", dict(tp_size=8, device="npu")),
+    ("x_tp8_ep4_npu", dict(tp_size=8, ep_size=4, device="npu")),
+    ("x_tp16_attndp16_ep16_npu_nnodes2", dict(tp_size=16, attn_dp_size=16, ep_size=16, device="npu", nnodes=2)),
+    # expected rejections (or probes of rules SGLang may not have)
+    ("x_invalid_dp2_tp4_dplmhead", dict(tp_size=4, dp_size=2, enable_dp_lm_head=True)),
+    ("x_tp8_dplmhead_no_dp", dict(tp_size=8, enable_dp_lm_head=True)),
+    ("x_invalid_tp8_moedense2", dict(tp_size=8, moe_dense_tp_size=2)),
+    ("x_invalid_tp8_attndp3", dict(tp_size=8, attn_dp_size=3)),
+    ("x_invalid_tp8_ep3", dict(tp_size=8, ep_size=3)),
+    ("x_invalid_tp8_dcp3", dict(tp_size=8, dcp_size=3)),
+    ("x_invalid_dcp0", dict(tp_size=8, dcp_size=0)),
+    ("x_invalid_tp8_pp2_moedp2_attncp2_ep4", dict(tp_size=8, pp_size=2, moe_dp_size=2, attn_cp_size=2, ep_size=4)),
+    ("x_invalid_tp16_moedp2_attncp2_deepep_nnodes2", dict(tp_size=16, moe_dp_size=2, attn_cp_size=2, moe_a2a_backend="deepep", nnodes=2)),
+    ("x_invalid_tp8_pp2_nnodes3", dict(tp_size=8, pp_size=2, nnodes=3)),
+    ("x_tp8_ep16", dict(tp_size=8, ep_size=16)),
+]
