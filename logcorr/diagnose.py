@@ -41,7 +41,9 @@ SEVERITIES = ("error", "warning", "info")
 # Event stems, tested with literal `contains` on the text (cheap, vectorised).
 # a CUDA fault (`CUDA error:` with its colon: a model-config warning says "may lead to … CUDA
 # errors")
-CUDA_FAULT_STEMS = ("illegal memory access", "CUDA error:", "CUDA Error:")
+CUDA_FAULT_STEMS = ("illegal memory access", "CUDA error:", "CUDA Error:", "HIP error:",
+                    # the ROCm runtime's report before it aborts the process (no traceback)
+                    "Memory access fault by GPU")
 # lines by which the main process, DP controller or a node's launcher reports a dead child
 REAPED_STEMS = ("crashed with exit code", "Scheduler or DataParallelController",
                 "scheduler is dead", "scheduler died during initialization")
@@ -52,7 +54,12 @@ CRASH_STEMS = ("hit an exception", "Fatal Python error", *CUDA_FAULT_STEMS,
                "NCCL error", "ncclSystemError", "ncclInternalError", "ncclUnhandledCudaError",
                # a native crash caught by UCX (NIXL / Mooncake), and Ascend NPU device errors
                "] Caught signal ", "NPU function error", "Kernel task happen error",
-               "call acl api failed")
+               "call acl api failed",
+               # out of device memory (torch's CUDA / ROCm / torch_npu messages)
+               "CUDA out of memory", "HIP out of memory", "NPU out of memory", "OutOfMemoryError")
+# The main process heard that a child failed, or a launcher saw the server die (SGLang's
+# popen_launch_server): with no other fatal line, a crash whose process the logs do not show.
+CHILD_FAILED_STEMS = ("Received sigquit from a child process", "Server process exited with code")
 # (not a bare "terminated with": torch's "watchdog thread terminated with exception" is the crash)
 CASCADE_STEMS = ("Received sigquit", "SIGQUIT received", "crashed with exit code",
                  "terminated with signal", "terminated with exit code", "kill_process_tree",
@@ -77,7 +84,11 @@ HEALTH_STEMS = ("Health check failed. Server couldn't get a response",)
 # `Losing connection with prefill instance`, 0.5.23 `Lost connection with …`) and the KV
 # transfers that failed with it
 PEER_STEMS = ("connection with prefill instance", "connection with decode instance")
-TRANSFER_STEMS = ("Decode transfer failed", "Prefill transfer failed")
+TRANSFER_STEMS = ("Decode transfer failed", "Prefill transfer failed",
+                  # 0.5.23: a request aborted in the handshake with its peer
+                  "Prefill bootstrap failed for request", "Decode handshake failed for request",
+                  # Mooncake's transfer engine giving up on an RDMA NIC or a slice
+                  "Too many errors found in local RNIC", "Process failed for slice")
 # a decode instance cannot reach the prefill instance's bootstrap server (common/mooncake conn:
 # 0.4.x-0.5.23 `Error fetching prefill parallel info from bootstrap: HTTPConnectionPool(...)`,
 # `Could not fetch prefill parallel info from bootstrap_addr: …` / `… from <addr> after n
@@ -108,6 +119,7 @@ PHASES = (
 ALL_STEMS = tuple(sorted({*CRASH_STEMS, *CASCADE_STEMS, *TIMEOUT_STEMS, *SGLANG_WATCHDOG_STEMS,
                           *DUMP_STEMS, *HEALTH_STEMS, *PEER_STEMS, *TRANSFER_STEMS,
                           *BOOTSTRAP_STEMS, *VICTIM_STEMS, NCCL_INIT_TRACE,
+                          *CHILD_FAILED_STEMS,
                           "Pyspy dump", "NCCL WARN",
                           *(stem for _, begins, ends in PHASES for stem in begins + ends)}))
 # Lines a serving scheduler prints while it makes progress (only the ranks that print batch
@@ -299,7 +311,8 @@ def crash_findings(ctx: Context) -> list[Finding]:
     crash = fatal.filter(pl.col("proc").is_not_null())
     unnamed = fatal.filter(pl.col("proc").is_null()).sort("order")
     if crash.height == 0:
-        return _unnamed_crash(ctx, unnamed) or _nccl_init_failures(ctx)
+        return (_unnamed_crash(ctx, unnamed) or _nccl_init_failures(ctx)
+                or _child_failed(ctx))
     firsts = crash.group_by("proc").agg(pl.all().sort_by("order").first())
     # in one second (SGLang prints whole seconds) a victim's line does not make it the root
     second = pl.col("ts_full").dt.truncate("1s")
@@ -350,6 +363,34 @@ def crash_findings(ctx: Context) -> list[Finding]:
                                                      cascade.select("ts_full")]))),
                     evidence=evidence,
                     waiting=ctx.who((firsts if peer_first else later)["proc"].to_list()))]
+
+
+def _child_failed(ctx: Context) -> list[Finding]:
+    """No fatal line, but the main process received a child's SIGQUIT (a scheduler that hit
+    an exception sends it) or a launcher saw the server exit with a code: a crash of a process
+    these logs do not show (its own log is elsewhere, or it was killed: -9 is the OOM
+    killer's signal). Not after a collective timeout or an SGLang watchdog: that is the
+    hang's cascade."""
+    said = ctx.events.filter(_contains_any(CHILD_FAILED_STEMS)).sort("order")
+    if said.height == 0:
+        return []
+    hung = ctx.events.filter(_contains_any(TIMEOUT_STEMS + SGLANG_WATCHDOG_STEMS)
+                             & ~pl.col("text").str.contains("self.soft=True", literal=True))
+    if hung.height and hung["order"].min() < said["order"][0]:
+        return []
+    first = said.row(0, named=True)
+    code = regex.search(r"exited with code (-?\d+)", " ".join(said["text"].to_list()))
+    summary = ("a process these logs do not show failed: "
+               + ("the main process received a child's SIGQUIT" if "sigquit" in
+                  str(first["text"]).lower() else str(first["text"]).strip()[:200]))
+    if code:
+        summary += f"; the server exited with code {code.group(1)}"
+        summary += " (-9: killed, e.g. by the kernel's OOM killer)" if code.group(1) == "-9" \
+            else ""
+    summary += "; the failing process's own output is not in these logs"
+    first_ts, last_ts = _span(said.get_column("ts_full"))
+    return [Finding("crash", "error", summary, first_ts=first_ts, last_ts=last_ts,
+                    evidence=ctx.cite(said, 12))]
 
 
 def _nccl_init_failures(ctx: Context) -> list[Finding]:

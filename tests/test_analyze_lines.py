@@ -1548,3 +1548,62 @@ def test_a_blank_line_after_a_one_line_message_in_a_shared_file_is_nobody_s(
     detail = analyze([logs], config=config(tmp_path, {"tp_size": 2})).detail
     assert [(row(detail, "console.log", n)["world_rank"], row(detail, "console.log", n)["why"])
             for n in (2, 3)] == [(None, "plain line in a shared file")] * 2
+
+
+class TestCrashesWithoutAHeader:
+    """Third audit of public incidents: failures no `hit an exception` line announces."""
+
+    def test_a_child_failed_and_its_log_is_elsewhere(self, tmp_path: Path) -> None:
+        """sglang#12420: the main process's SIGQUIT notice and the launcher's exit code -9."""
+        logs = tmp_path / "logs"
+        write(logs, "bench.log", [
+            "[2025-10-31 02:16:22] Received sigquit from a child process. It usually means the "
+            "child failed.",
+            "Traceback (most recent call last):",
+            '  File "/sgl/python/sglang/test/test_utils.py", line 625, in popen_launch_server',
+            "    raise Exception(",
+            "Exception: Server process exited with code -9. Check server logs for errors."])
+        crash = next(f for f in analyze([logs]).findings if f.kind == "crash")
+        assert crash.processes == []
+        assert "received a child's SIGQUIT; the server exited with code -9" in crash.summary
+
+    def test_a_sigquit_after_a_timeout_is_the_hang_s(self, tmp_path: Path) -> None:
+        logs = tmp_path / "logs"
+        write(logs, "console.log", [
+            "[2026-11-29 10:10:00 TP1] Scheduler watchdog timeout (self.watchdog_timeout=300, "
+            "self.soft=False)",
+            "[2026-11-29 10:10:01] Received sigquit from a child process. It usually means the "
+            "child failed."])
+        found = analyze([logs], config=config(tmp_path, {"tp_size": 2})).findings
+        assert "crash" not in [f.kind for f in found]
+
+    def test_out_of_memory_and_rocm_faults_are_crashes(self, tmp_path: Path) -> None:
+        """verl#1208 (an OOM whose traceback header is not in the excerpt) and a ROCm
+        runtime fault (iree-org/wave#466), each the root of its own set."""
+        for text in ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 3.84 GiB. "
+                     "GPU 1 has a total capacity of 94.50 GiB of which 4.33 GiB is free.",
+                     "Memory access fault by GPU node-2 (Agent handle: 0x5a0d7202eab0) on "
+                     "address 0x7d35a0c00000. Reason: Unknown."):
+            logs = tmp_path / str(len(text))
+            write(logs, "rank1.log", [text])
+            write(logs, "rank0.log", ["[2026-11-29 10:00:00 TP0] Load weight end."])
+            write(logs, "rank1b.log", ["[2026-11-29 10:00:00 TP1] Load weight end."])
+            crash = next(f for f in analyze([logs], config=config(tmp_path, {"tp_size": 2})
+                                            ).findings if f.kind == "crash")
+            assert text[:40] in crash.summary
+
+    def test_pd_handshake_failures_and_mooncake_nic_errors(self, tmp_path: Path) -> None:
+        """sglang#12293 (`Prefill bootstrap failed for request`) and sglang#10560 (Mooncake
+        marking an RDMA NIC inactive on the prefill side)."""
+        logs = tmp_path / "logs"
+        write(logs, "prefill.log", [
+            "E0917 16:23:13.204995 4058290 worker_pool.cpp:294] Worker: Process failed for "
+            "slice (opcode: 0, source_addr: 0x7f, length: 4096): local protection error",
+            "W0917 16:23:13.427592 4058290 worker_pool.cpp:308] Too many errors found in local "
+            "RNIC 115.182.224.11:16643@mlx5_7, mark it inactive",
+            "[2025-09-17 16:23:14 DP2 TP2 EP2] Prefill bootstrap failed for request rank=2 "
+            "req.rid='2a7' req.bootstrap_room=7: KVTransferError(bootstrap_room=7): Aborted by "
+            "AbortReq."])
+        transfer = next(f for f in analyze([logs]).findings if f.kind == "disagg-transfer")
+        assert "3 KV transfer(s) failed" in transfer.summary
+        assert [c["line"] for c in transfer.evidence] == [1, 2, 3]

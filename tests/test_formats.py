@@ -273,6 +273,12 @@ class TestWrappers:
               "router on 0.0.0.0:30000", source="router", role="router", starts_record=True,
               ts=datetime(2025, 9, 17, 8, 22, 52))
         check("the smg thing", source="other", role=None)
+        # inside a request the tracing span comes before the target (sglang#10001)
+        check("2025-09-04 07:15:26 ERROR http_request{method=POST uri=/v1/completions "
+              "version=HTTP/1.1}: sglang_router_rs::routers::pd_router: src/routers/pd_router.rs"
+              ":565: Decode server returned error status decode_url=http://10.160.1.22:50000 "
+              "status=500 Internal Server Error", source="router", role="router",
+              starts_record=True, ts=datetime(2025, 9, 4, 7, 15, 26))
 
     def test_ucx_caught_signal(self) -> None:
         """UCX (NIXL, Mooncake) reports a native crash as `[host:pid:n:tid] Caught signal 11

@@ -14,8 +14,10 @@ CANN_ERROR = (
 )
 # sglang-router / model gateway (Rust tracing): `2025-09-17 08:22:52  INFO sglang_router_rs::…`
 # (the time may have been peeled as a kubectl --timestamps wrapper: then the level starts the line)
+# (inside a request the tracing span comes first: `ERROR http_request{method=POST uri=…}: `)
 ROUTER = (r"^ *(?:(\d{4}-\d\d-\d\d)[ T](\d\d:\d\d:\d\d)(?:\.(\d{1,9}))?Z? +)?"
-          r"(TRACE|DEBUG|INFO|WARN|ERROR) +(?:sglang_router|sgl_model_gateway|smg)\w*::")
+          r"(TRACE|DEBUG|INFO|WARN|ERROR) +(?:\w+\{[^{}]*\}: ?)*"
+          r"(?:sglang_router|sgl_model_gateway|smg)\w*::")
 UCX = r"^\[([\w.\-]+):(\d+):\d+:(\d+)\] "  # [host:pid:thread-index:tid]
 CANN_CODE = r"(?:^|detail:)(E[A-Z]\d{4})?(?::\s*)?\[PID: (\d+)\] (\d{4}-\d\d-\d\d)-(\d\d:\d\d:\d\d)\.(\d{3})\.(\d{3})"
 
