@@ -1607,3 +1607,20 @@ class TestCrashesWithoutAHeader:
         transfer = next(f for f in analyze([logs]).findings if f.kind == "disagg-transfer")
         assert "3 KV transfer(s) failed" in transfer.summary
         assert [c["line"] for c in transfer.evidence] == [1, 2, 3]
+
+
+def test_a_cann_error_inside_a_torch_npu_warning_is_that_rank_s(tmp_path: Path) -> None:
+    """sglang#12464: torch_npu's warning carries CANN's error over several lines; the kernel
+    error at its end is rank 3's crash."""
+    logs = tmp_path / "logs"
+    write(logs, "npu.log", [
+        "[rank3]:[W1031 21:35:04.838006795 compiler_depend.ts:57] Warning: EZ9999: Inner Error!",
+        "EZ9999: [PID: 696742] 2025-10-31-21:35:03.992.057 The error from device(chipId:7, "
+        "dieId:0), serial number is 2, there is an exception of aivec error, core id is 9",
+        "        TraceBack (most recent call last):",
+        "       Kernel task happen error, retCode=0x31, [vector core exception].[FUNC:"
+        "PreCheckTaskErr][FILE:davinci_kernel_task.cc][LINE:1539]"])
+    analysis = analyze([logs], config=config(tmp_path, {"tp_size": 4, "device": "npu"}))
+    assert [row(analysis.timeline, "npu.log", n)["world_rank"] for n in (2, 3, 4)] == [3] * 3
+    crash = next(f for f in analysis.findings if f.kind == "crash")
+    assert [p["world_rank"] for p in crash.processes] == [3]

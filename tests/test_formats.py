@@ -661,6 +661,14 @@ class TestMisc:
             "EI0006: [PID: 1292363] 2025-04-08-18:07:20.444.436 Getting socket times out.",
             source="cann", pid=1292363,
         )  # fmt: skip
+        # the rest of a torch_npu warning (sglang#12464): no record of its own
+        rows = parse(_frame([
+            "[rank3]:[W1031 21:35:04.838006795 compiler_depend.ts:57] Warning: EZ9999: Inner Error!",
+            "EZ9999: [PID: 696742] 2025-10-31-21:35:03.992.057 The error from device(chipId:7, dieId:0)",
+            "EZ9999: [PID: 696742] 2025-10-31-21:35:04.000.001 Kernel task happen error, retCode=0x31",
+        ])).to_dicts()  # fmt: skip
+        assert [(r["source"], r["pid"], r["starts_record"]) for r in rows] == [
+            ("torch", None, True), ("cann", 696742, False), ("cann", 696742, True)]
 
     def test_gloo(self) -> None:
         """Gloo lines."""

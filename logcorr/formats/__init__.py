@@ -177,6 +177,11 @@ def _parse_rest(rest: pl.DataFrame, whole: pl.DataFrame, nccl_hosts: pl.Series |
     # whether the line before chains a row to its record matters only for a record opener
     if remaining.select(pl.col("pbody").str.contains(python.OPENS).any()).item():
         remaining = remaining.with_columns(_chained=_chained(rest, whole, before))
+    # torch_npu's warning carries CANN's message over several lines: `… Warning: EZ9999:
+    # Inner Error!` then `EZ9999: [PID: n] …`, which is no record of its own there
+    if remaining.select(pl.col("pbody").str.contains(misc.CANN_LINE).any()).item():
+        remaining = remaining.with_columns(
+            _cann_chained=_chained(rest, whole, before, misc.CANN_CHAINS, across_blank=False))
     results: list[pl.DataFrame] = []
     for test, family_parse in FAMILIES:
         chosen = remaining.select(test(pl.col("pbody")).fill_null(False)).to_series()
@@ -194,10 +199,11 @@ def _parse_rest(rest: pl.DataFrame, whole: pl.DataFrame, nccl_hosts: pl.Series |
     return _fill_from_wrappers(parsed)
 
 
-def _chained(rest: pl.DataFrame, whole: pl.DataFrame, context: pl.DataFrame | None = None
-             ) -> pl.Series:
+def _chained(rest: pl.DataFrame, whole: pl.DataFrame, context: pl.DataFrame | None = None,
+             chains: str = python.CHAINS, across_blank: bool = True) -> pl.Series:
     """Whether the physical line before each row of the rest (or the one before that, when
-    it is blank) ends with `:`, chaining the row to its record (see `python.CHAINS`); lines
+    it is blank and `across_blank`) matches `chains` (by default: ends with `:`), chaining
+    the row to its record (see `python.CHAINS`); lines
     are read without their wrapper where the rest peeled one. Only the first part of a line
     has a line before it; the first lines of a chunk look into `context` (the previous
     chunk's last lines) when it holds the lines right before them."""
@@ -221,8 +227,10 @@ def _chained(rest: pl.DataFrame, whole: pl.DataFrame, context: pl.DataFrame | No
 
     lines = rest.select(one=before(1), two=before(2))
     one, two = pl.col("one"), pl.col("two")
-    chains = one.str.contains(python.CHAINS) | ((one == "") & two.str.contains(python.CHAINS))
-    return lines.select(chains.fill_null(False)).to_series() & (rest.get_column("part") == 0)
+    chained = one.str.contains(chains)
+    if across_blank:
+        chained |= (one == "") & two.str.contains(chains)
+    return lines.select(chained.fill_null(False)).to_series() & (rest.get_column("part") == 0)
 
 
 def _fill_from_wrappers(df: pl.DataFrame) -> pl.DataFrame:

@@ -19,6 +19,10 @@ ROUTER = (r"^ *(?:(\d{4}-\d\d-\d\d)[ T](\d\d:\d\d:\d\d)(?:\.(\d{1,9}))?Z? +)?"
           r"(TRACE|DEBUG|INFO|WARN|ERROR) +(?:\w+\{[^{}]*\}: ?)*"
           r"(?:sglang_router|sgl_model_gateway|smg)\w*::")
 UCX = r"^\[([\w.\-]+):(\d+):\d+:(\d+)\] "  # [host:pid:thread-index:tid]
+# a CANN error line at the start (`EZ9999: [PID: 696742] 2025-10-31-21:35:03.992.057 …`), and the
+# line end that makes it the rest of a torch_npu warning (`… Warning: EZ9999: Inner Error!`)
+CANN_LINE = r"^E[A-Z]\d{4}:?\s*\[PID: \d+\]"
+CANN_CHAINS = r"\bE[A-Z]\d{4}: Inner Error!?\s*$"
 CANN_CODE = r"(?:^|detail:)(E[A-Z]\d{4})?(?::\s*)?\[PID: (\d+)\] (\d{4}-\d\d-\d\d)-(\d\d:\d\d:\d\d)\.(\d{3})\.(\d{3})"
 
 
@@ -35,6 +39,10 @@ def candidates(body: pl.Expr) -> pl.Expr:
         | body.str.contains("sgl_model_gateway", literal=True)
         | body.str.contains(" smg", literal=True)
     )
+
+
+def _column_or_false(df: pl.DataFrame, name: str) -> pl.Expr:
+    return pl.col(name).fill_null(False) if name in df.columns else pl.lit(False)
 
 
 def parse(df: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
@@ -70,7 +78,8 @@ def parse(df: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     good = good.with_columns(
         starts_record=pl.col("source").is_in(["uvicorn", "ucx", "router"])
         | pl.col("_e").is_not_null()
-        | (pl.col("_c").is_not_null() & ~BODY.str.contains("detail:[PID:", literal=True)),
+        | (pl.col("_c").is_not_null() & ~BODY.str.contains("detail:[PID:", literal=True)
+           & ~_column_or_false(df, "_cann_chained")),
         role=pl.when(pl.col("source") == "uvicorn").then(pl.lit("main"))
         .when(pl.col("source") == "router").then(pl.lit("router")),
         pid=as_int(pl.coalesce("_e", "_c", "_up"), pl.Int64()),
