@@ -255,7 +255,19 @@ def fields_from_server_args_line(line: str) -> dict[str, Any]:
         key = match.group("key")
         if key in wanted and key not in values:
             values[key] = _python_literal(match.group("value").strip())
+    closing = ")" if found.group().endswith("(") else "}"
+    missing = [name for name in _LAYOUT_FIELDS if name not in values]
+    if missing and not _ANSI_TAIL.sub("", line).rstrip().endswith(closing):
+        raise ConfigError(f"the server_args line is cut off before {', '.join(missing)} (SGLang "
+                          "prints every field, so the rest would only be guessed as defaults); "
+                          "pass the launch args with --config")
     return values
+
+
+# A cut-off server_args line (a terminal or viewer cut it: `… quantiza>`) is read only when it
+# still holds these; the fields after a cut are unknown, not SGLang's defaults.
+_LAYOUT_FIELDS = ("tp_size", "pp_size", "dp_size", "nnodes", "ep_size", "enable_dp_attention")
+_ANSI_TAIL = regex.compile(r"(?:\x1b\[[0-9;]*m)+\s*$")
 
 
 def _python_literal(text: str) -> Any:

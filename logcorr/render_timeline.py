@@ -74,7 +74,7 @@ def header(analysis: Analysis, selected: int | None, limit: int) -> RenderableTy
         lines.append(Text(f"topology: {summary_line(analysis.topology)} "
                           f"(from {inert(str(analysis.topology_source))})", style="bold"))
     else:
-        lines.append(Text("topology: unknown (no --config and no server_args line in the "
+        lines.append(Text("topology: unknown (no --config and no readable server_args line in the "
                           "logs); coordinates are only what the lines print", style="bold yellow"))
     total = analysis.tally.lines
     evidence = analysis.evidence_counts()

@@ -48,6 +48,13 @@ class TestServerArgsLine:
         line = SERVER_ARGS_DATACLASS[:SERVER_ARGS_DATACLASS.index("watchdog")]
         assert fields_from_server_args_line(line)["node_rank"] == 1
 
+    def test_cut_before_the_layout_is_refused(self) -> None:
+        """sglang#3226: `… kv_cache_dtype='auto', quantiza>` - tp_size and the rest were after
+        the cut, and SGLang's defaults in their place would be a wrong layout."""
+        line = SERVER_ARGS_DATACLASS[:SERVER_ARGS_DATACLASS.index("dp_size")] + "quantiza>"
+        with pytest.raises(ConfigError, match="cut off before dp_size, nnodes, ep_size"):
+            fields_from_server_args_line(line)
+
     def test_log_file_with_server_args(self, tmp_path: Path) -> None:
         log = tmp_path / "node1.log"
         log.write_text("[2026-02-27 14:33:03] INFO server_args.py:1697: Attention backend\n"
