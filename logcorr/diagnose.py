@@ -48,6 +48,8 @@ CUDA_FAULT_STEMS = ("illegal memory access", "CUDA error:", "CUDA Error:", "HIP 
 REAPED_STEMS = ("crashed with exit code", "Scheduler or DataParallelController",
                 "scheduler is dead", "scheduler died during initialization")
 CRASH_STEMS = ("hit an exception", "Fatal Python error", *CUDA_FAULT_STEMS,
+               # SGLang 0.2.x-0.3.x: a TP worker logs its traceback under these and re-raises
+               "Exception in ModelTpServer", "Exception in run_tp_server",
                "terminate called after throwing", "died during initialization", *REAPED_STEMS,
                # torch's heartbeat monitor: the process's NCCL watchdog thread itself got stuck
                "Heartbeat monitor timed out", "due to ProcessGroupNCCL watchdog hang",
@@ -103,6 +105,8 @@ VICTIM_STEMS = ("remote process exited", "communicator was aborted", "Connection
                 "ncclRemoteError", "Connection closed by peer", "Broken pipe",
                 "received errors while waiting for send/recv from rank",
                 "could finish the model loading, but there are other ranks")
+# torch's rendezvous store (TCPStore, at SGLang's --dist-init-addr) out of reach at startup
+STORE_STEMS = ("The client socket has timed out after", "TCP client failed to connect/validate")
 # NCCL's error return trace through communicator init (`NCCL INFO init.cc:1534 -> 2`): the
 # WARN before it on the same process is why its ncclCommInitRank failed
 NCCL_INIT_TRACE = "NCCL INFO init.cc:"
@@ -119,7 +123,7 @@ PHASES = (
 ALL_STEMS = tuple(sorted({*CRASH_STEMS, *CASCADE_STEMS, *TIMEOUT_STEMS, *SGLANG_WATCHDOG_STEMS,
                           *DUMP_STEMS, *HEALTH_STEMS, *PEER_STEMS, *TRANSFER_STEMS,
                           *BOOTSTRAP_STEMS, *VICTIM_STEMS, NCCL_INIT_TRACE,
-                          *CHILD_FAILED_STEMS,
+                          *CHILD_FAILED_STEMS, *STORE_STEMS,
                           "Pyspy dump", "NCCL WARN",
                           *(stem for _, begins, ends in PHASES for stem in begins + ends)}))
 # Lines a serving scheduler prints while it makes progress (only the ranks that print batch
@@ -869,7 +873,7 @@ def _progress(ctx: Context, procs: dict[int, int], rows: list[dict[str, Any]]
 
 def init_findings(ctx: Context) -> list[Finding]:
     """Processes stuck in a startup phase while others got further."""
-    findings = _nccl_init_findings(ctx)
+    findings = _nccl_init_findings(ctx) + _store_unreachable(ctx)
     rows = ctx.events.filter(pl.col("proc").is_not_null())
     if rows.height == 0:
         return findings
@@ -962,6 +966,30 @@ def _nccl_init_findings(ctx: Context) -> list[Finding]:
                                 evidence=ctx.cite(hung),
                                 waiting=ctx.who(hung["proc"].drop_nulls().to_list())))
     return sorted(findings, key=lambda f: f.summary)
+
+
+_STORE_ADDRESS = regex.compile(r"trying to connect to \(([^,()\s]+), (\d+)\)"
+                               r"|to host \[?([^\s\]]+?)\]?:(\d+)\b")
+
+
+def _store_unreachable(ctx: Context) -> list[Finding]:
+    """Processes whose connection to torch's rendezvous store (TCPStore, served on SGLang's
+    --dist-init-addr by the node of world rank 0) timed out: nobody in particular is to
+    blame in these lines - that node is not up yet, died, or the address is not reachable."""
+    rows = ctx.events.filter(_contains_any(STORE_STEMS)).sort("order")
+    if rows.height == 0:
+        return []
+    addresses = sorted({":".join(g for g in m.groups() if g) for t in rows["text"].to_list()
+                        if (m := _STORE_ADDRESS.search(str(t)))})
+    procs = rows["proc"].drop_nulls().unique(maintain_order=True).to_list()
+    who = f"{len(procs)} process(es)" if procs else f"{rows.height} line(s)"
+    summary = (f"{who} could not reach torch's rendezvous store"
+               + (f" at {', '.join(addresses)}" if addresses else "")
+               + " (SGLang's --dist-init-addr, served by the node of world rank 0): that node "
+               "is not up, has died, or the address is not reachable from here")
+    first_ts, last_ts = _span(rows.get_column("ts_full"))
+    return [Finding("init-hang", "error", summary, first_ts=first_ts, last_ts=last_ts,
+                    evidence=ctx.cite(rows, 12), waiting=ctx.who(procs))]
 
 
 def _split_ids(nccl: pl.DataFrame) -> pl.DataFrame:

@@ -489,6 +489,8 @@ _ROLE_STEMS = (("DataParallelController hit an exception", "dp_controller"),
                # scheduler prints none; with one scheduler in the topology they name it)
                *((stem, "scheduler") for stem in (
                    "] Scheduler hit an exception", "] TpModelWorkerClient hit an exception",
+                   # SGLang 0.2.x-0.3.x TP workers (ModelTpServer, tp_worker.run_tp_server)
+                   "Exception in ModelTpServer", "Exception in run_tp_server",
                    "] Load weight begin", "] Load weight end", "] KV Cache is allocated",
                    "] Memory pool end", "] Capture cuda graph begin", "] Capture cuda graph end",
                    "] Decode batch", "] Prefill batch", "] max_total_num_tokens=",

@@ -1624,3 +1624,37 @@ def test_a_cann_error_inside_a_torch_npu_warning_is_that_rank_s(tmp_path: Path) 
     assert [row(analysis.timeline, "npu.log", n)["world_rank"] for n in (2, 3, 4)] == [3] * 3
     crash = next(f for f in analysis.findings if f.kind == "crash")
     assert [p["world_rank"] for p in crash.processes] == [3]
+
+
+class TestStartupAndOldVersions:
+    """Fourth audit of public incidents: rendezvous failures, SGLang 0.2.x-0.3.x workers."""
+
+    def test_the_rendezvous_store_out_of_reach(self, tmp_path: Path) -> None:
+        """sglang#2561 (SLURM): the TCPStore at --dist-init-addr never answered."""
+        logs = tmp_path / "logs"
+        write(logs, "node1.log", [
+            "[E1226 15:44:25.497183572 socket.cpp:1011] [c10d] The client socket has timed out "
+            "after 600000ms while trying to connect to (sws-8h100grid-05, 8000).",
+            "[W1226 15:44:25.497497753 TCPStore.cpp:358] [c10d] TCP client failed to connect/"
+            "validate to host sws-8h100grid-05:8000 - retrying (try=0, timeout=600000ms, "
+            "delay=82879ms): The client socket has timed out after 600000ms w"])
+        found = analyze([logs], config=config(tmp_path, {"tp_size": 16, "nnodes": 2})).findings
+        store = next(f for f in found if f.kind == "init-hang")
+        assert store.processes == [] and store.severity == "error"
+        assert "rendezvous store at sws-8h100grid-05:8000" in store.summary
+
+    @pytest.mark.parametrize("header", ["[18:19:57 TP2] Exception in run_tp_server:",
+                                        "Exception in ModelTpServer:"])
+    def test_an_old_tp_worker_s_exception_is_a_crash(self, tmp_path: Path, header: str) -> None:
+        """sglang PR#1127 / #737: 0.2.x-0.3.x TP workers log their traceback under these
+        headers and re-raise: the worker died."""
+        logs = tmp_path / "logs"
+        write(logs, "server.log", [header, "Traceback (most recent call last):",
+                                   '  File "/sgl/python/sglang/srt/managers/tp_worker.py", line '
+                                   "806, in run_tp_server",
+                                   "ValueError: the tensor shapes do not match"])
+        tp = 8 if "TP2" in header else 1
+        analysis = analyze([logs], config=config(tmp_path, {"tp_size": tp}))
+        crash = next(f for f in analysis.findings if f.kind == "crash")
+        assert [p["world_rank"] for p in crash.processes] == [2 if tp == 8 else 0]
+        assert row(analysis.timeline, "server.log", 1)["role"] == "scheduler"

@@ -438,6 +438,23 @@ class TestParts:
         assert len(parts("[2026-02-25 16:41:56] h:1:1 [3] os/linux.cc:200 NCCL WARN x")) == 1
 
 
+class TestNcclGluedHost:
+    def test_a_few_glued_characters_before_a_known_host(self) -> None:
+        """sglang#8974: `adp-u` of a cut-off line ran into a header of host `adp-us-…`; that
+        token on one line, the host on many, is the host (else the file names two hosts)."""
+        host = "adp-us-llm-1-00001-deployment-6f47c67945-s59dl"
+        lines = [f"{host}:23{i % 3 + 4}:23{i % 3 + 4} [{i % 3}] NCCL INFO Channel 0{i}/0 : "
+                 f"{i % 3}[{i % 3}] -> {i % 3 + 1}[{i % 3 + 1}] via P2P/IPC" for i in range(10)]
+        lines.insert(4, f"adp-u{host}:235:235 [1] NCCL INFO cudaDriverVersion 12090")
+        rows = parse(_frame(lines)).to_dicts()
+        assert {r["host"] for r in rows} == {host}
+        assert (rows[4]["pid"], rows[4]["device_id"]) == (235, 1)
+        # two hosts of a few lines each stay two hosts
+        two = parse(_frame([f"node1:5:5 [0] NCCL INFO a{i}" for i in range(3)]
+                           + [f"gpu-node1:6:6 [0] NCCL INFO b{i}" for i in range(3)])).to_dicts()
+        assert {r["host"] for r in two} == {"node1", "gpu-node1"}
+
+
 class TestNccl:
     def test_init(self) -> None:
         """2.29 `[Rank N]` init line: header and communicator fields."""

@@ -65,9 +65,36 @@ def parse(lines: pl.DataFrame, before: pl.DataFrame | None = None) -> pl.DataFra
         taken = taken.scatter(rows.filter(fields.get_column("_ok")), True)
     rest = df.with_row_index("_row").filter(~taken)
     nccl_hosts = [f.get_column("host") for _, f in fast if "host" in f.columns]
-    return _assemble(df, fast, _parse_rest(rest, df,
-                                           pl.concat(nccl_hosts) if nccl_hosts else None,
-                                           before))
+    parsed = _assemble(df, fast, _parse_rest(rest, df,
+                                             pl.concat(nccl_hosts) if nccl_hosts else None,
+                                             before))
+    return _unglue_hosts(parsed)
+
+
+_GLUE_RARE = 3  # lines at most of a glued host token
+_GLUE_RATIO = 10  # ... against at least this many times as many of the host it ends with
+
+
+def _unglue_hosts(parsed: pl.DataFrame) -> pl.DataFrame:
+    """A host token that is another host of the chunk with a few characters glued in front
+    (`adp-uadp-us-llm-1-…:235:235 [1] NCCL INFO …`: the start of a cut-off line ran into
+    the header) on a line or two, while that host has many lines, is that host: left as is it
+    would be a second host of the file, and the file's host could no longer be placed."""
+    counts = parsed.get_column("host").drop_nulls().value_counts()
+    if counts.height < 2:
+        return parsed
+    by_count = dict(counts.iter_rows())
+    fixes = {}
+    for host, count in by_count.items():
+        if count > _GLUE_RARE:
+            continue
+        under = [other for other, n in by_count.items() if other != host
+                 and host.endswith(other) and n >= _GLUE_RATIO * count]
+        if under:
+            fixes[host] = max(under, key=len)
+    if not fixes:
+        return parsed
+    return parsed.with_columns(pl.col("host").replace(fixes))
 
 
 def _sglang_fast(text: pl.Series, cut: pl.Series) -> pl.DataFrame:
