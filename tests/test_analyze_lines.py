@@ -867,7 +867,10 @@ class TestRolesAndRecords:
             None] * 4
         crash = [f for f in analysis.findings if f.kind == "crash"]
         assert len(crash) == 1 and crash[0].processes == []
-        assert [e["line"] for e in crash[0].evidence] == [8]
+        # (the worker's own header opens the crash: 0.2.x logs it and re-raises)
+        assert [e["line"] for e in crash[0].evidence] == [5]
+        assert crash[0].summary == ("a scheduler that no line identifies crashed: RuntimeError: "
+                                    "CUDA error: an illegal memory access was encountered")
 
     def test_uncaught_traceback_in_a_per_process_file_keeps_its_process(
             self, tmp_path: Path) -> None:
