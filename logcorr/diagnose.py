@@ -58,7 +58,9 @@ CRASH_STEMS = ("hit an exception", "Fatal Python error", *CUDA_FAULT_STEMS,
                "] Caught signal ", "NPU function error", "Kernel task happen error",
                "call acl api failed",
                # out of device memory (torch's CUDA / ROCm / torch_npu messages)
-               "CUDA out of memory", "HIP out of memory", "NPU out of memory", "OutOfMemoryError")
+               "CUDA out of memory", "HIP out of memory", "NPU out of memory", "OutOfMemoryError",
+               # the scheduler's own pool check (raised, the scheduler exits)
+               "memory leak detected!")
 # The main process heard that a child failed, or a launcher saw the server die (SGLang's
 # popen_launch_server): with no other fatal line, a crash whose process the logs do not show.
 CHILD_FAILED_STEMS = ("Received sigquit from a child process", "Server process exited with code")
@@ -79,7 +81,11 @@ DUMP_STEMS = ("Received a dump signal", "preparing to dump debug info",
               "To avoid data inconsistency, we are taking the entire process down")
 # `{debug_name} watchdog timeout (self.watchdog_timeout=…)` (utils/watchdog.py: Scheduler,
 # DetokenizerManager, TokenizerManager, DataParallelController), older `Watchdog timeout (…)`
-SGLANG_WATCHDOG_STEMS = (" watchdog timeout (self.watchdog_timeout", "Watchdog timeout (self.watchdog_timeout")
+SGLANG_WATCHDOG_STEMS = (" watchdog timeout (self.watchdog_timeout", "Watchdog timeout (self.watchdog_timeout",
+                         # printed first when it fires (utils/watchdog.py 0.5.9+: debug info, a
+                         # py-spy dump, then the timeout line): logs cut before the last still show it
+                         "] Scheduler debug info:", "] DetokenizerManager debug info:",
+                         "] TokenizerManager debug info:", "] DataParallelController debug info:")
 # The HTTP server's health check got no answer through the detokenizer (http_server.py 0.4-0.5)
 HEALTH_STEMS = ("Health check failed. Server couldn't get a response",)
 # PD disaggregation: a decode/prefill instance lost its peer (mooncake/nixl conn: 0.5.9
@@ -88,9 +94,10 @@ HEALTH_STEMS = ("Health check failed. Server couldn't get a response",)
 PEER_STEMS = ("connection with prefill instance", "connection with decode instance")
 TRANSFER_STEMS = ("Decode transfer failed", "Prefill transfer failed",
                   # 0.5.23: a request aborted in the handshake with its peer
-                  "Prefill bootstrap failed for request", "Decode handshake failed for request",
-                  # Mooncake's transfer engine giving up on an RDMA NIC or a slice
-                  "Too many errors found in local RNIC", "Process failed for slice")
+                  "Prefill bootstrap failed for request", "Decode handshake failed for request")
+# Mooncake's transfer engine: a slice that failed (it retries it) and a NIC it stops using
+# (transfers move to the others). Cited with a transfer failure, never one by themselves.
+RDMA_STEMS = ("Too many errors found in local RNIC", "Process failed for slice")
 # a decode instance cannot reach the prefill instance's bootstrap server (common/mooncake conn:
 # 0.4.x-0.5.23 `Error fetching prefill parallel info from bootstrap: HTTPConnectionPool(...)`,
 # `Could not fetch prefill parallel info from bootstrap_addr: …` / `… from <addr> after n
@@ -106,7 +113,10 @@ VICTIM_STEMS = ("remote process exited", "communicator was aborted", "Connection
                 "received errors while waiting for send/recv from rank",
                 "could finish the model loading, but there are other ranks")
 # torch's rendezvous store (TCPStore, at SGLang's --dist-init-addr) out of reach at startup
-STORE_STEMS = ("The client socket has timed out after", "TCP client failed to connect/validate")
+# (not TCPStore's `… - retrying (try=0, …)`: a warning before it tries again, unless its cause
+# is the socket timeout itself)
+STORE_STEMS = ("The client socket has timed out after", "to connect/validate to host")
+_STORE_GAVE_UP = r"The client socket has timed out after|connect/validate to host \S+ - timed out"
 # NCCL's error return trace through communicator init (`NCCL INFO init.cc:1534 -> 2`): the
 # WARN before it on the same process is why its ncclCommInitRank failed
 NCCL_INIT_TRACE = "NCCL INFO init.cc:"
@@ -123,7 +133,7 @@ PHASES = (
 ALL_STEMS = tuple(sorted({*CRASH_STEMS, *CASCADE_STEMS, *TIMEOUT_STEMS, *SGLANG_WATCHDOG_STEMS,
                           *DUMP_STEMS, *HEALTH_STEMS, *PEER_STEMS, *TRANSFER_STEMS,
                           *BOOTSTRAP_STEMS, *VICTIM_STEMS, NCCL_INIT_TRACE,
-                          *CHILD_FAILED_STEMS, *STORE_STEMS,
+                          *CHILD_FAILED_STEMS, *STORE_STEMS, *RDMA_STEMS,
                           "Pyspy dump", "NCCL WARN",
                           *(stem for _, begins, ends in PHASES for stem in begins + ends)}))
 # Lines a serving scheduler prints while it makes progress (only the ranks that print batch
@@ -326,7 +336,7 @@ def crash_findings(ctx: Context) -> list[Finding]:
         .otherwise(pl.col("order").min().over(second))
     ).sort("_tie", "_victim", "order").drop("_tie")
     firsts = _first_not_victim(firsts)
-    peer_first = bool(firsts["_victim"][0])  # every process that failed blames a peer
+    peer_first = bool(firsts["_victim"].all())  # every process that failed blames a peer
     firsts = firsts.drop("_victim")
     root = firsts.row(0, named=True)
     earlier = unnamed.filter(pl.col("order") < root["order"])
@@ -538,8 +548,8 @@ def _victims(events: pl.DataFrame, firsts: pl.DataFrame) -> pl.DataFrame:
                           _order=pl.col("order"), _ts=pl.col("ts_full"))
     joined = said.join(fatal, on="proc")
     own_record = (pl.col("file_id") == pl.col("_file")) & (pl.col("record") == pl.col("_record"))
-    recent = (pl.col("ts_full").is_null() | pl.col("_ts").is_null()
-              | (pl.col("ts_full") >= pl.col("_ts") - _VICTIM_WINDOW))
+    recent = (pl.col("ts_full").is_not_null() & pl.col("_ts").is_not_null()
+              & (pl.col("ts_full") >= pl.col("_ts") - _VICTIM_WINDOW))
     before = (pl.col("order") <= pl.col("_order")) & recent
     return (joined.filter((own_record | before).fill_null(False)).select("proc").unique()
             .with_columns(_victim=pl.lit(True)))
@@ -553,8 +563,9 @@ def _first_not_victim(firsts: pl.DataFrame) -> pl.DataFrame:
         return firsts
     start = firsts["ts_full"][0]
     indexed = firsts.with_row_index("_i")
-    soon = (pl.lit(True) if start is None
-            else pl.col("ts_full").is_null() | (pl.col("ts_full") <= start + _VICTIM_WINDOW))
+    if start is None:  # (no time to measure the minute by)
+        return firsts
+    soon = pl.col("ts_full").is_not_null() & (pl.col("ts_full") <= start + _VICTIM_WINDOW)
     found = indexed.filter(~pl.col("_victim") & soon)
     if found.height == 0:
         return firsts
@@ -681,13 +692,21 @@ def _group_name(topology: Topology, desc: str | None, pg_rank: int | None,
     return "tp" if "tp" in fits else next(iter(fits))
 
 
+# torch lines about one failed work item (the last one may be hard-wrapped mid-word)
+_WORK_FAILED = ("Exception (either an error or timeout)", "Timeout at NCCL work",
+                "watchdog thread terminated with exception", "detected by watchd")
+
+
 def _borrow_desc(events: pl.DataFrame, timeouts: pl.DataFrame) -> pl.DataFrame:
     """A timeout line without a PG description (torch 2.5's `[Rank 6] Watchdog caught …`)
     takes the one its process printed within the same second for the same group rank (the
     `[PG ID 0 PG GUID 0(default_pg) Rank 6] Exception … detected by watchdog` line that
     handles the same work), when that is a single description."""
+    # (only lines about the failed work itself: the heartbeat monitor's dump signal speaks
+    # for the default_pg whichever group timed out)
     tagged = events.filter(pl.col("pg_desc").is_not_null() & pl.col("proc").is_not_null()
-                           & pl.col("pg_rank").is_not_null() & pl.col("ts_full").is_not_null())
+                           & pl.col("pg_rank").is_not_null() & pl.col("ts_full").is_not_null()
+                           & _contains_any(_WORK_FAILED) & ~_contains_any(DUMP_STEMS))
     if tagged.height == 0:
         return timeouts
     seconds = pl.col("ts_full").dt.truncate("1s")
@@ -976,7 +995,7 @@ def _store_unreachable(ctx: Context) -> list[Finding]:
     """Processes whose connection to torch's rendezvous store (TCPStore, served on SGLang's
     --dist-init-addr by the node of world rank 0) timed out: nobody in particular is to
     blame in these lines - that node is not up yet, died, or the address is not reachable."""
-    rows = ctx.events.filter(_contains_any(STORE_STEMS)).sort("order")
+    rows = ctx.events.filter(pl.col("text").str.contains(_STORE_GAVE_UP)).sort("order")
     if rows.height == 0:
         return []
     addresses = sorted({":".join(g for g in m.groups() if g) for t in rows["text"].to_list()
@@ -998,11 +1017,18 @@ def _split_ids(nccl: pl.DataFrame) -> pl.DataFrame:
     real = (nccl.filter(~pl.col("comm_id").str.starts_with("split ") & pl.col("comm").is_not_null())
             .select("host", "pid", "comm", _id=pl.col("comm_id"))
             .unique(["host", "pid", "comm"], keep="last", maintain_order=True))
-    return (nccl.join(real, on=["host", "pid", "comm"], how="left", nulls_equal=True,
-                      maintain_order="left")
-            .with_columns(comm_id=pl.when(pl.col("comm_id").str.starts_with("split "))
-                          .then(pl.coalesce("_id", "comm_id")).otherwise("comm_id"))
-            .drop("_id"))
+    split = pl.col("comm_id").str.starts_with("split ")
+    joined = nccl.join(real, on=["host", "pid", "comm"], how="left", nulls_equal=True,
+                       maintain_order="left")
+    # a member that never completed takes the commId its split's other members completed
+    learned = (joined.filter(split & pl.col("_id").is_not_null())
+               .group_by("comm_id").agg(pl.col("_id").unique())
+               .filter(pl.col("_id").list.len() == 1)
+               .select("comm_id", _shared=pl.col("_id").list.first()))
+    return (joined.join(learned, on="comm_id", how="left", maintain_order="left")
+            .with_columns(comm_id=pl.when(split).then(pl.coalesce("_id", "_shared", "comm_id"))
+                          .otherwise("comm_id"))
+            .drop("_id", "_shared"))
 
 
 def _person(ctx: Context, proc: int) -> dict[str, Any]:
@@ -1094,11 +1120,13 @@ def watchdog_findings(ctx: Context, earlier: list[Finding]) -> list[Finding]:
     who = (", ".join(_short(person) for person in people[:4])
            + (f" and {len(people) - 4} more" if len(people) > 4 else "")) if people else (
         _unnamed(first.get("role")))
-    text = str(first["text"])
-    timeout = _WATCHDOG_TIMEOUT.search(text)
+    # (the timeout lines say the limit and whether it is soft; a `debug info:` dump does not)
+    stated = fired.filter(pl.col("text").str.to_lowercase().str.contains(
+        "watchdog timeout (", literal=True))
+    timeout = _WATCHDOG_TIMEOUT.search(" ".join(stated["text"].head(1).to_list()))
     # a soft watchdog (`self.soft=True`) only dumps state; the process may go on
-    soft = bool(fired.select(pl.col("text").str.contains("self.soft=True", literal=True)
-                             .all()).item())
+    soft = stated.height > 0 and bool(stated.select(
+        pl.col("text").str.contains("self.soft=True", literal=True).all()).item())
     limit = f"watchdog_timeout={timeout.group(1)} s" if timeout else "the watchdog timeout"
     summary = (f"SGLang's {'soft ' if soft else ''}watchdog fired on {who}: its loop made no "
                f"progress for longer than {limit}"
@@ -1166,7 +1194,11 @@ def transfer_findings(ctx: Context) -> list[Finding]:
                          - {""})
         parts.append("could not reach the prefill instance's bootstrap server"
                      + (f" ({', '.join(servers)})" if servers else ""))
-    both = pl.concat([lost, failed, unreachable]).sort("order")
+    rdma = ctx.events.filter(_contains_any(RDMA_STEMS))
+    if rdma.height:
+        parts.append(f"Mooncake reported {rdma.height} RDMA error line(s) (failed slices, NICs "
+                     "marked inactive)")
+    both = pl.concat([lost, failed, unreachable, rdma]).sort("order")
     first_ts, last_ts = _span(both.get_column("ts_full"))
     return [Finding("disagg-transfer", "warning",
                     "PD disaggregation: " + "; ".join(parts or ["the peer instance was lost"]),

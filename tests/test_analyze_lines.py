@@ -1608,8 +1608,13 @@ class TestCrashesWithoutAHeader:
             "req.rid='2a7' req.bootstrap_room=7: KVTransferError(bootstrap_room=7): Aborted by "
             "AbortReq."])
         transfer = next(f for f in analyze([logs]).findings if f.kind == "disagg-transfer")
-        assert "3 KV transfer(s) failed" in transfer.summary
+        assert "1 KV transfer(s) failed; Mooncake reported 2 RDMA error line(s)" in (
+            transfer.summary)
         assert [c["line"] for c in transfer.evidence] == [1, 2, 3]
+        # a slice Mooncake retries is no failed transfer by itself
+        (logs / "prefill.log").write_text("\n".join(
+            (logs / "prefill.log").read_text().splitlines()[:2]) + "\n")
+        assert [f.kind for f in analyze([logs]).findings] == []
 
 
 def test_a_cann_error_inside_a_torch_npu_warning_is_that_rank_s(tmp_path: Path) -> None:
@@ -1661,3 +1666,96 @@ class TestStartupAndOldVersions:
         crash = next(f for f in analysis.findings if f.kind == "crash")
         assert [p["world_rank"] for p in crash.processes] == [2 if tp == 8 else 0]
         assert row(analysis.timeline, "server.log", 1)["role"] == "scheduler"
+
+
+class TestReviewOfTheAuditRules:
+    """A review of the rules added from the audits, each case a false finding it found."""
+
+    @staticmethod
+    def timeout(rank: int, when: str = "10:00:00.123456789") -> list[str]:
+        return [f"[rank{rank}]:[E1129 {when} ProcessGroupNCCL.cpp:616] [Rank {rank}] Watchdog "
+                "caught collective operation timeout: WorkNCCL(SeqNum=5, OpType=ALLREDUCE, "
+                "NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600010 milliseconds before "
+                "timing out.",
+                f"[rank{rank}]:[E1129 10:00:00.323456789 ProcessGroupNCCL.cpp:1595] [PG ID 0 PG "
+                f"GUID 0(default_pg) Rank {rank}] Received a dump signal due to a collective "
+                "timeout from this local rank and we will try our best to dump the debug info. "
+                "Last enqueued NCCL work: 30, last completed NCCL work: 30."]
+
+    def test_the_dump_signal_names_no_group(self, tmp_path: Path) -> None:
+        """The heartbeat monitor's dump signal is printed under default_pg whichever group
+        timed out: it lends no group to the timeout (tp 4 · pp 2: stage 1 is not blamed)."""
+        logs = tmp_path / "logs"
+        for rank in range(8):
+            lines = [f"[2026-11-29 09:00:00 PP{rank // 4} TP{rank % 4}] Load weight end."]
+            write(logs, f"rank{rank}.log", lines + (self.timeout(rank) if rank < 3 else []))
+        found = analyze([logs], config=config(tmp_path, {"tp_size": 4, "pp_size": 2})).findings
+        hang = next(f for f in found if f.kind == "collective-hang")
+        assert hang.processes == [] and "do not name the group" in hang.summary
+
+    def test_a_split_member_that_never_completed(self, tmp_path: Path) -> None:
+        logs = tmp_path / "logs"
+        for rank in range(4):
+            head = (f"gpu-node-0:500{rank}:500{rank} [{rank}] NCCL INFO ncclCommSplit comm "
+                    f"0x55d1c0a3e00{rank} rank {rank} nranks 4 cudaDev {rank} nvmlDev {rank} "
+                    f"busId {rank}b000")
+            lines = [f"{head} parent 0x55d1bf2c4a0{rank} splitCount 3 color 1197013201 key "
+                     f"{rank}- Init START"]
+            if rank < 3:
+                lines.append(f"{head} commId 0x44d8628a42586401 - Init COMPLETE")
+            write(logs, f"rank{rank}.log", lines)
+        init = next(f for f in analyze([logs], config=config(tmp_path, {"tp_size": 4})).findings
+                    if f.kind == "init-hang")
+        assert [p["world_rank"] for p in init.processes] == [3]
+        assert "while 3 completed" in init.summary
+
+    def test_a_store_retry_warning_is_no_failure(self, tmp_path: Path) -> None:
+        logs = tmp_path / "logs"
+        write(logs, "node1.log", [
+            "[W1129 10:00:01.892069000 TCPStore.cpp:347] [c10d] TCP client failed to connect/"
+            "validate to host 10.0.0.1:50810 - retrying (try=0, timeout=1800000ms, delay=487ms)"
+            ": Connection reset by peer",
+            "[2026-11-29 10:00:05 TP2] Init torch distributed ends. mem usage=0.00 GB"])
+        found = analyze([logs], config=config(tmp_path, {"tp_size": 4, "nnodes": 2})).findings
+        assert "init-hang" not in [f.kind for f in found]
+
+    def test_an_untimed_failure_is_not_moved_before_a_victim(self, tmp_path: Path) -> None:
+        """A segfault with no time of its own, printed after a line 30 minutes later, is not
+        'within a minute' of the victim's failure."""
+        logs = tmp_path / "logs"
+        write(logs, "rank0.log", [
+            "[2026-11-29 10:00:05 TP0] Scheduler hit an exception: Traceback (most recent call "
+            "last):", '  File "/sgl/scheduler.py", line 2912, in event_loop',
+            "RuntimeError: NCCL communicator was aborted on rank 0."])
+        write(logs, "rank1.log", ["[2026-11-29 10:00:00 TP1] Load weight end.",
+                                  "[2026-11-29 10:30:00 TP1] Init torch distributed begin.",
+                                  "Fatal Python error: Segmentation fault"])
+        crash = next(f for f in analyze([logs], config=config(tmp_path, {"tp_size": 2})).findings
+                     if f.kind == "crash")
+        assert [p["world_rank"] for p in crash.processes] == [0]
+        assert "failed first" in crash.summary
+
+    def test_the_watchdog_s_debug_info_dump_is_its_firing(self, tmp_path: Path) -> None:
+        """sglang#33549: the logs end after `Scheduler debug info:` (printed before the
+        py-spy dump and the timeout line)."""
+        logs = tmp_path / "logs"
+        write(logs, "console.log", [
+            "[2026-08-04 11:58:42 TP1] Scheduler debug info:",
+            "scheduler.cur_batch_for_debug.batch_size()=1",
+            "[2026-08-04 11:58:42 TP7] Scheduler debug info:"])
+        found = analyze([logs], config=config(tmp_path, {"tp_size": 8})).findings
+        fired = next(f for f in found if f.kind == "watchdog-timeout")
+        assert [p["world_rank"] for p in fired.processes] == [1, 7]
+        assert fired.severity == "error"
+
+    def test_the_shell_s_killed_line_is_its_own(self, tmp_path: Path) -> None:
+        """PR#16067: bash's job report after a traceback is no line of the scheduler's."""
+        logs = tmp_path / "logs"
+        write(logs, "run.log", [
+            "[2026-01-12 10:57:43 TP3] Scheduler hit an exception: Traceback (most recent call "
+            "last):", "ValueError: token_to_kv_pool_allocator memory leak detected!", "", "",
+            "./outputs/run-mml.sh: line 24: 3557732 Killed                  python -m "
+            "sglang.launch_server ${COMMON_LAUNCH_ARGS}"])
+        timeline = analyze([logs], config=config(tmp_path, {"tp_size": 8})).timeline
+        last = row(timeline, "run.log", 5)
+        assert (last["source"], last["world_rank"], last["role"]) == ("shell", None, None)

@@ -26,10 +26,17 @@ CANN_CHAINS = r"\bE[A-Z]\d{4}: Inner Error!?\s*$"
 CANN_CODE = r"(?:^|detail:)(E[A-Z]\d{4})?(?::\s*)?\[PID: (\d+)\] (\d{4}-\d\d-\d\d)-(\d\d:\d\d:\d\d)\.(\d{3})\.(\d{3})"
 
 
+# bash reporting a job it ran: `./run.sh: line 22: 103525 Killed   python -m sglang…`, or an
+# interactive shell's `[1]+  Killed   python …`: the shell's line, no process of the server's
+SHELL_JOB = (r"^(?:[^\s:]+: line \d+: \d+|\[\d+\][+-]?) +(?:Killed|Terminated|Aborted|"
+             r"Segmentation fault|Bus error|Hangup|Quit|Done|Exit \d+)(?: \(core dumped\))? +\S")
+
+
 def candidates(body: pl.Expr) -> pl.Expr:
     """Cheap test for any of the small families."""
     return (
-        body.str.contains(_TQDM)
+        body.str.contains(SHELL_JOB)
+        | body.str.contains(_TQDM)
         | body.str.contains("[PID: ", literal=True)
         | body.str.starts_with("[ERROR] ")
         | body.str.starts_with("[Gloo] ")
@@ -66,6 +73,8 @@ def parse(df: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
         .then(pl.lit("gloo"))
         .when(BODY.str.contains(_TQDM))
         .then(pl.lit("tqdm"))
+        .when(BODY.str.contains(SHELL_JOB))
+        .then(pl.lit("shell"))
     )
     df = df.with_columns(source=source)
     scratch = ("_e", "_c", "_uh", "_up", "_ut", "_rd", "_rt", "_rf", "_rl")
@@ -76,7 +85,7 @@ def parse(df: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
         pl.concat_str([code("3"), pl.lit(" "), code("4"), pl.lit("."), code("5"), code("6")]),
     )
     good = good.with_columns(
-        starts_record=pl.col("source").is_in(["uvicorn", "ucx", "router"])
+        starts_record=pl.col("source").is_in(["uvicorn", "ucx", "router", "shell"])
         | pl.col("_e").is_not_null()
         | (pl.col("_c").is_not_null() & ~BODY.str.contains("detail:[PID:", literal=True)
            & ~_column_or_false(df, "_cann_chained")),
