@@ -86,7 +86,7 @@ Progress = Callable[[str, int, int], None]
 # Columns the runs keep beside the output contract (for `detail` and record lookups).
 DETAIL_COLUMNS = ("file_id", "proc", "record", "why")
 # Columns a chunk carries until its events and counts are taken.
-_CHUNK_COLUMNS = (*DETAIL_COLUMNS, "ts_full", "torch_rank", "pg_desc", "pg_rank", "seq", "op",
+_CHUNK_COLUMNS = (*DETAIL_COLUMNS, "msg", "ts_full", "torch_rank", "pg_desc", "pg_rank", "seq", "op",
                   "last_enqueued", "last_completed", "comm", "comm_id", "comm_rank",
                   "comm_nranks", "nccl_phase", "starts_record")
 STAGES = ("reading", "parsing", "attributing", "diagnosing", "done")
@@ -344,7 +344,7 @@ def _parse_chunk(lines: pl.DataFrame, workspace: Workspace, before: pl.DataFrame
         workspace.write(parsed, "parsed") if parsed.height else None,
         compact(key_rows(parsed)),
         compact(parsed.filter(pl.col("server_args").fill_null(False))
-                .select("file_id", "line", "text")),
+                .select("file_id", "line", pl.coalesce("msg", "text").alias("text"))),
         compact(parsed.filter(pl.col("_exc")).select("line", "part", "ts", *KEY_COLUMNS)),
         first_dated_rows(parsed))
 
@@ -451,7 +451,8 @@ def _write(workspace: Workspace, frame: pl.DataFrame, runs: list[Run], tally: Ta
     frame = frame.sort(SORT_COLUMNS)
     tally.add(frame, list(file_nodes))
     tally.events.append(compact(event_rows(frame)))
-    stored = [c for c in TIMELINE_SCHEMA if c != "order"] + [*DETAIL_COLUMNS, "_sk"]
+    # (`msg`, the message under a wrapper, for the diagnosis's reading of records)
+    stored = [c for c in TIMELINE_SCHEMA if c != "order"] + [*DETAIL_COLUMNS, "msg", "_sk"]
     write_run(workspace, frame.select(stored), runs, KEEP_ROWS, rows)
 
 
@@ -502,7 +503,7 @@ def _lazy_rows(runs: list[Run]) -> pl.LazyFrame:
     pieces = [p for r in runs for p in r.pieces]
     if not pieces:
         return pl.LazyFrame(schema={**TIMELINE_SCHEMA, "file_id": pl.UInt32, "proc": pl.UInt32,
-                                    "record": pl.UInt32})
+                                    "record": pl.UInt32, "msg": pl.String})
     return pl.scan_ipc(pieces)
 
 

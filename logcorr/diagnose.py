@@ -218,9 +218,11 @@ _EVENT_SCHEMA: dict[str, pl.DataType] = {"_sk": pl.Int64(), "file_id": pl.UInt32
 def event_rows(frame: pl.DataFrame) -> pl.DataFrame:
     """The rows of a chunk that a rule may read (a message stem, an NCCL communicator line or
     a torch rank), with the columns the rules use."""
-    hits = frame.filter(pl.col("text").str.contains(_STEMS) | pl.col("comm_id").is_not_null()
-                        | pl.col("text").str.contains(CHILD_DIED)
-                        | pl.col("torch_rank").is_not_null())
+    # (the rules read the message: under a wrapper, the line without it)
+    message = pl.coalesce("msg", "text") if "msg" in frame.columns else pl.col("text")
+    hits = frame.with_columns(message.alias("text")).filter(
+        pl.col("text").str.contains(_STEMS) | pl.col("comm_id").is_not_null()
+        | pl.col("text").str.contains(CHILD_DIED) | pl.col("torch_rank").is_not_null())
     return hits.select(pl.col(name).cast(dtype) for name, dtype in _EVENT_SCHEMA.items())
 
 
@@ -611,7 +613,8 @@ def _record(rows: pl.LazyFrame, root: dict[str, Any]) -> pl.DataFrame:
     process: the record's rows without one)."""
     return rows.filter((pl.col("file_id") == root["file_id"]) & (pl.col("record") == root[
         "record"]) & pl.col("proc").eq_missing(root["proc"])).select(
-        "file_id", "line", "part", "text").collect().sort("line", "part")
+        "file_id", "line", "part", pl.coalesce("msg", "text").alias("text")
+    ).collect().sort("line", "part")
 
 
 # compiled at import: the `regex` package compiles in Python, and a signal that arrives inside

@@ -83,6 +83,9 @@ PARSED_SCHEMA: dict[str, pl.DataType] = {
     "line": pl.UInt32(),
     "part": pl.UInt16(),  # 0.. ; parts of one physical line concatenate to its text
     "text": pl.String(),  # this part's text, unchanged
+    # the message under a peeled wrapper (a CRI / kubectl / Loki / relay prefix, a Docker
+    # json-file envelope decoded); null when the text is the message. Rules read this.
+    "msg": pl.String(),
     "source": pl.String(),  # one of SOURCES
     "role": pl.String(),  # role the line itself proves (e.g. uvicorn -> main), else null
     "starts_record": pl.Boolean(),  # a header line (own prefix / own timestamp) vs continuation

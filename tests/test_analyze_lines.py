@@ -1759,3 +1759,36 @@ class TestReviewOfTheAuditRules:
         timeline = analyze([logs], config=config(tmp_path, {"tp_size": 8})).timeline
         last = row(timeline, "run.log", 5)
         assert (last["source"], last["world_rank"], last["role"]) == ("shell", None, None)
+
+
+def test_rules_read_the_line_inside_a_docker_envelope(tmp_path: Path) -> None:
+    """The diagnosis reads the decoded line, not the JSON around it: a clean exit is no
+    crash, multiprocessing's `Process SpawnProcess-2:` opens one, a server_args line is
+    complete, and a py-spy header ending with `:` announces its frames."""
+    def docker(lines: list[str]) -> list[str]:
+        out = []
+        for n, text in enumerate(lines):
+            body = text.replace("\\", "\\\\").replace('"', '\\"')
+            out.append(f'{{"log":"{body}\\n","stream":"stderr","time":"2026-11-29T02:00:{n:02d}Z"}}')
+        return out
+
+    logs = tmp_path / "logs"
+    write(logs, "c-json.log", docker([
+        "[2026-11-29 10:00:00] server_args=ServerArgs(model_path='/m', tp_size=2, dp_size=1, "
+        "nnodes=1, node_rank=0, enable_dp_attention=False)",
+        "[2026-11-29 10:00:01 TP0] Load weight begin.",
+        "[2026-11-29 10:00:01 TP1] Pyspy dump for PID 4321 (TP1):",
+        "Thread 4321 (active): \"MainThread\"",
+        "    event_loop_overlap (sglang/srt/managers/scheduler.py:1012)",
+        "[2026-11-29 10:00:02] Scheduler or DataParallelController 7002 terminated with 0"]))
+    analysis = analyze([logs])
+    assert analysis.topology is not None and len(analysis.topology.processes) == 2
+    assert [row(analysis.timeline, "c-json.log", n)["world_rank"] for n in (4, 5)] == [1, 1]
+    assert "crash" not in [f.kind for f in analysis.findings]
+    died = tmp_path / "died"
+    write(died, "c-json.log", docker([
+        "Process SpawnProcess-2:", "Traceback (most recent call last):",
+        '  File "/usr/lib/python3.10/multiprocessing/process.py", line 314, in _bootstrap',
+        "ValueError: boom"]))
+    crash = next(f for f in analyze([died]).findings if f.kind == "crash")
+    assert crash.summary.endswith("crashed: ValueError: boom")

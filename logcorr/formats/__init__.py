@@ -200,7 +200,9 @@ def _parse_rest(rest: pl.DataFrame, whole: pl.DataFrame, nccl_hosts: pl.Series |
     if rest.height == 0:
         return None
     rest = parts.split(wrappers.peel(rest.rechunk()), nccl_hosts).rechunk()
-    remaining = rest.with_columns(pbody=wrappers.clean(pl.col("body")))
+    wrapped = (pl.col("_wrap") != "") | _column_or_false(rest, "_json")
+    remaining = rest.with_columns(pbody=wrappers.clean(pl.col("body")),
+                                  msg=pl.when(wrapped & (pl.col("part") == 0)).then("body"))
     # whether the line before chains a row to its record matters only for a record opener
     if remaining.select(pl.col("pbody").str.contains(python.OPENS).any()).item():
         remaining = remaining.with_columns(_chained=_chained(rest, whole, before))
@@ -224,6 +226,10 @@ def _parse_rest(rest: pl.DataFrame, whole: pl.DataFrame, nccl_hosts: pl.Series |
         parsed = parsed.with_columns(pl.when(pl.col("_host_unknown").fill_null(False))
                                      .then(None).otherwise(pl.col("host")).alias("host"))
     return _fill_from_wrappers(parsed)
+
+
+def _column_or_false(df: pl.DataFrame, name: str) -> pl.Expr:
+    return pl.col(name).fill_null(False) if name in df.columns else pl.lit(False)
 
 
 def _chained(rest: pl.DataFrame, whole: pl.DataFrame, context: pl.DataFrame | None = None,
