@@ -218,11 +218,16 @@ _EVENT_SCHEMA: dict[str, pl.DataType] = {"_sk": pl.Int64(), "file_id": pl.UInt32
 def event_rows(frame: pl.DataFrame) -> pl.DataFrame:
     """The rows of a chunk that a rule may read (a message stem, an NCCL communicator line or
     a torch rank), with the columns the rules use."""
-    # (the rules read the message: under a wrapper, the line without it)
-    message = pl.coalesce("msg", "text") if "msg" in frame.columns else pl.col("text")
-    hits = frame.with_columns(message.alias("text")).filter(
-        pl.col("text").str.contains(_STEMS) | pl.col("comm_id").is_not_null()
-        | pl.col("text").str.contains(CHILD_DIED) | pl.col("torch_rank").is_not_null())
+    # (the rules read the message: under a wrapper, the line without it; `msg` is null on
+    # most rows, so testing it as well costs little, and only the hits are rewritten)
+    wrapped = "msg" in frame.columns
+    found = pl.col("text").str.contains(_STEMS) | pl.col("text").str.contains(CHILD_DIED)
+    if wrapped:
+        found |= pl.col("msg").str.contains(CHILD_DIED).fill_null(False)
+    hits = frame.filter(found | pl.col("comm_id").is_not_null()
+                        | pl.col("torch_rank").is_not_null())
+    if wrapped:
+        hits = hits.with_columns(pl.coalesce("msg", "text").alias("text"))
     return hits.select(pl.col(name).cast(dtype) for name, dtype in _EVENT_SCHEMA.items())
 
 

@@ -746,14 +746,15 @@ def _printed(frame: pl.DataFrame, shared: list[int]) -> pl.Series:
     heads = frame.get_column("_head_row").gather(rows)  # (Series work: no query plans)
     hit = ((frame.get_column("source").gather(heads) == "sglang")
            & ~frame.get_column("_exc").gather(heads).fill_null(False)
-           & ~_message(frame).gather(heads).str.strip_chars_end().str.ends_with(":"))
+           & ~_message(frame, heads).str.strip_chars_end().str.ends_with(":"))
     return marks.scatter(rows.filter(hit.fill_null(False)), True)
 
 
-def _message(frame: pl.DataFrame) -> pl.Series:
-    """Each row's message: the line under a peeled wrapper, else its text."""
-    text = frame.get_column("text")
-    return frame.get_column("msg").fill_null(text) if "msg" in frame.columns else text
+def _message(frame: pl.DataFrame, rows: pl.Series) -> pl.Series:
+    """The message of the rows at `rows`: the line under a peeled wrapper, else its text."""
+    text = frame.get_column("text").gather(rows)
+    return frame.get_column("msg").gather(rows).fill_null(text) if "msg" in frame.columns \
+        else text
 
 
 def _files(keys: pl.DataFrame) -> pl.DataFrame:
