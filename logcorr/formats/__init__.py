@@ -18,7 +18,7 @@ from collections.abc import Callable
 import polars as pl
 
 from logcorr.formats import misc, nccl, parts, python, sglang, torch, wrappers
-from logcorr.formats._common import empty_parsed
+from logcorr.formats._common import empty_parsed, flag
 from logcorr.model import PARSED_SCHEMA
 
 Family = tuple[
@@ -200,7 +200,7 @@ def _parse_rest(rest: pl.DataFrame, whole: pl.DataFrame, nccl_hosts: pl.Series |
     if rest.height == 0:
         return None
     rest = parts.split(wrappers.peel(rest.rechunk()), nccl_hosts).rechunk()
-    wrapped = (pl.col("_wrap") != "") | _column_or_false(rest, "_json")
+    wrapped = (pl.col("_wrap") != "") | flag(rest, "_json")
     remaining = rest.with_columns(pbody=wrappers.clean(pl.col("body")),
                                   msg=pl.when(wrapped & (pl.col("part") == 0)).then("body"))
     # whether the line before chains a row to its record matters only for a record opener
@@ -226,10 +226,6 @@ def _parse_rest(rest: pl.DataFrame, whole: pl.DataFrame, nccl_hosts: pl.Series |
         parsed = parsed.with_columns(pl.when(pl.col("_host_unknown").fill_null(False))
                                      .then(None).otherwise(pl.col("host")).alias("host"))
     return _fill_from_wrappers(parsed)
-
-
-def _column_or_false(df: pl.DataFrame, name: str) -> pl.Expr:
-    return pl.col(name).fill_null(False) if name in df.columns else pl.lit(False)
 
 
 def _chained(rest: pl.DataFrame, whole: pl.DataFrame, context: pl.DataFrame | None = None,

@@ -31,6 +31,11 @@ NCCL_HEADER = rf"{NCCL_HOST}:\d+:\d+ \[\d+\] (?:[\w./\-]+:\d+ )?NCCL "
 BODY = pl.col("pbody")
 
 
+def flag(df: pl.DataFrame, name: str) -> pl.Expr:
+    """A boolean column of `df` that a step may not have added: False where null or absent."""
+    return pl.col(name).fill_null(False) if name in df.columns else pl.lit(False)
+
+
 def as_int(expr: pl.Expr, dtype: pl.DataType) -> pl.Expr:
     """A string (or null) column cast to an integer type; bad values -> null."""
     return expr.cast(dtype, strict=False)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from logcorr.formats._common import BODY, as_int, datetime_from
+from logcorr.formats._common import BODY, as_int, datetime_from, flag
 
 UVICORN = r"^(?:INFO|WARNING|ERROR|DEBUG|CRITICAL|TRACE):\s{1,9}\S"
 _TQDM = r"it/s[\],]|s/it[\],]|\d%\||% Completed \|"
@@ -48,9 +48,6 @@ def candidates(body: pl.Expr) -> pl.Expr:
     )
 
 
-def _column_or_false(df: pl.DataFrame, name: str) -> pl.Expr:
-    return pl.col(name).fill_null(False) if name in df.columns else pl.lit(False)
-
 
 def parse(df: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Tag each row with its family and fields; rows of none are returned as bad."""
@@ -88,7 +85,7 @@ def parse(df: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
         starts_record=pl.col("source").is_in(["uvicorn", "ucx", "router", "shell"])
         | pl.col("_e").is_not_null()
         | (pl.col("_c").is_not_null() & ~BODY.str.contains("detail:[PID:", literal=True)
-           & ~_column_or_false(df, "_cann_chained")),
+           & ~flag(df, "_cann_chained")),
         role=pl.when(pl.col("source") == "uvicorn").then(pl.lit("main"))
         .when(pl.col("source") == "router").then(pl.lit("router")),
         pid=as_int(pl.coalesce("_e", "_c", "_up"), pl.Int64()),
