@@ -48,7 +48,6 @@ def candidates(body: pl.Expr) -> pl.Expr:
     )
 
 
-
 def parse(df: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Tag each row with its family and fields; rows of none are returned as bad."""
     err = BODY.str.extract_groups(CANN_ERROR).struct.field
