@@ -61,6 +61,9 @@ CRASH_STEMS = ("hit an exception", "Fatal Python error", *CUDA_FAULT_STEMS,
                "CUDA out of memory", "HIP out of memory", "NPU out of memory", "OutOfMemoryError",
                # the scheduler's own pool check (raised, the scheduler exits)
                "memory leak detected!")
+# The closing line of a traceback after Ctrl-C: the operator stopped the server (every child
+# without its own handler prints `Process Process-2:` and this traceback)
+INTERRUPTED = "KeyboardInterrupt"
 # The main process heard that a child failed, or a launcher saw the server die (SGLang's
 # popen_launch_server): with no other fatal line, a crash whose process the logs do not show.
 CHILD_FAILED_STEMS = ("Received sigquit from a child process", "Server process exited with code")
@@ -133,7 +136,7 @@ PHASES = (
 ALL_STEMS = tuple(sorted({*CRASH_STEMS, *CASCADE_STEMS, *TIMEOUT_STEMS, *SGLANG_WATCHDOG_STEMS,
                           *DUMP_STEMS, *HEALTH_STEMS, *PEER_STEMS, *TRANSFER_STEMS,
                           *BOOTSTRAP_STEMS, *VICTIM_STEMS, NCCL_INIT_TRACE,
-                          *CHILD_FAILED_STEMS, *STORE_STEMS, *RDMA_STEMS,
+                          *CHILD_FAILED_STEMS, *STORE_STEMS, *RDMA_STEMS, INTERRUPTED,
                           "Pyspy dump", "NCCL WARN",
                           *(stem for _, begins, ends in PHASES for stem in begins + ends)}))
 # Lines a serving scheduler prints while it makes progress (only the ranks that print batch
@@ -327,8 +330,8 @@ def crash_findings(ctx: Context) -> list[Finding]:
     fatal = rows.filter((_contains_any(CRASH_STEMS) | pl.col("text").str.contains(CHILD_DIED))
                         & ~pl.col("text").str.contains("NCCL WARN", literal=True)
                         & ~pl.col("text").str.contains(_CLEAN_EXIT))
-    fatal = _named_by_pid(ctx, fatal.filter(~_timeout_abort(rows, fatal)
-                                            & ~_reaped_after_timeout(rows, fatal)))
+    fatal = _named_by_pid(ctx, _not_interrupted(rows, fatal.filter(
+        ~_timeout_abort(rows, fatal) & ~_reaped_after_timeout(rows, fatal))))
     crash = fatal.filter(pl.col("proc").is_not_null())
     unnamed = fatal.filter(pl.col("proc").is_null()).sort("order")
     if crash.height == 0:
@@ -386,6 +389,16 @@ def crash_findings(ctx: Context) -> list[Finding]:
                     waiting=ctx.who((firsts if peer_first else later)["proc"].to_list()))]
 
 
+def _not_interrupted(events: pl.DataFrame, fatal: pl.DataFrame) -> pl.DataFrame:
+    """Fatal rows whose record does not end in `KeyboardInterrupt` (Ctrl-C: a stop, not a
+    failure)."""
+    stopped = events.filter(pl.col("text").str.strip_chars().str.starts_with(INTERRUPTED)
+                            ).select("file_id", "record").unique()
+    if stopped.height == 0:
+        return fatal
+    return fatal.join(stopped, on=["file_id", "record"], how="anti", nulls_equal=True)
+
+
 def _child_failed(ctx: Context) -> list[Finding]:
     """No fatal line, but the main process received a child's SIGQUIT (a scheduler that hit
     an exception sends it) or a launcher saw the server exit with a code: a crash of a process
@@ -393,7 +406,8 @@ def _child_failed(ctx: Context) -> list[Finding]:
     killer's signal). Not after a collective timeout or an SGLang watchdog: that is the
     hang's cascade."""
     said = ctx.events.filter(_contains_any(CHILD_FAILED_STEMS)).sort("order")
-    if said.height == 0:
+    stop = ctx.events.filter(pl.col("text").str.strip_chars().str.starts_with(INTERRUPTED))
+    if said.height == 0 or (stop.height and stop["order"].min() < said["order"][0]):
         return []
     hung = ctx.events.filter(_contains_any(TIMEOUT_STEMS + SGLANG_WATCHDOG_STEMS)
                              & ~pl.col("text").str.contains("self.soft=True", literal=True))

@@ -180,7 +180,7 @@ class Attribution:
     host_nodes: dict[str, int] = field(default_factory=dict)
     # file_proc, pg_rank: every group-local rank each process has (None: no topology)
     local_ranks: pl.DataFrame | None = None
-    shared_files: list[int] = field(default_factory=list)  # files naming several processes
+    shared_files: list[int] = field(default_factory=list)  # files naming processes, no one's own
 
 
 def local_columns(parsed: pl.DataFrame) -> pl.DataFrame:
@@ -232,8 +232,9 @@ def resolve_keys(keys: pl.DataFrame, topology: Topology | None,
         frame.select("_k", "proc", "evidence", "conflict", pl.col("role").alias("_role"),
                      "eff_host"), on="_k").drop("_k")
     files = _files(frame)
-    return Attribution(table, processes, _file_procs(files, topology), contradictions,
-                       host_nodes, _local_ranks(topology), _shared_files(files))
+    file_procs = _file_procs(files)
+    return Attribution(table, processes, file_procs, contradictions, host_nodes,
+                       _local_ranks(topology), _shared_files(files, file_procs))
 
 
 def attribute(chunk: pl.DataFrame, attribution: Attribution, crowded: pl.DataFrame,
@@ -768,26 +769,27 @@ def _files(keys: pl.DataFrame) -> pl.DataFrame:
          | pl.col("stream").is_not_null()).any().alias("mixed"))
 
 
-def _file_procs(files: pl.DataFrame, topology: Topology | None) -> pl.DataFrame:
+def _file_procs(files: pl.DataFrame) -> pl.DataFrame:
     """file_id -> file_proc for a file (`_files`) whose identified lines all name one process
-    and which is not mixed - when the set is laid out one process per file: the topology has
-    one scheduler, or at least two files each name one process (two processes in all) and no
-    file names several. SGLang writes all its processes to one stream, so a lone file that
-    names one process is more likely a console with one talkative rank (a paste, a tail) than
-    that process's own log."""
+    and which is not mixed - when the set is laid out one process per file: at least two
+    files each name one process (two processes in all) and no file names several. SGLang
+    writes all its processes to one stream, so a lone file that names one process is more
+    likely a console with one talkative rank (a paste, a tail) than that process's own log -
+    also with one scheduler: its console holds the main process's and the detokenizer's
+    output too (a detokenizer's Ctrl-C traceback is not the scheduler's)."""
     one = files.filter((pl.col("procs").list.len() == 1) & ~pl.col("mixed")).select(
         "file_id", pl.col("procs").list.first().alias("file_proc"))
-    single = topology is not None and len(topology.processes) == 1
     laid_out = (one.get_column("file_proc").n_unique() >= 2
                 and files.filter(pl.col("procs").list.len() > 1).height == 0)
-    return one if single or laid_out else one.clear()
+    return one if laid_out else one.clear()
 
 
-def _shared_files(files: pl.DataFrame) -> list[int]:
-    """Files (`_files`) whose identified lines name several processes, or a process and the
-    launcher's output (the main process, wrapper streams)."""
-    count = pl.col("procs").list.len()
-    return (files.filter((count > 1) | ((count == 1) & pl.col("mixed")))
+def _shared_files(files: pl.DataFrame, file_procs: pl.DataFrame) -> list[int]:
+    """Files (`_files`) that name a process but are no process's own (`_file_procs`): several
+    processes, a process and the launcher's output, or a console where one process's lines
+    stand among others' (a shell transcript, a paste)."""
+    own = file_procs.get_column("file_id")
+    return (files.filter((pl.col("procs").list.len() >= 1) & ~pl.col("file_id").is_in(own))
             .get_column("file_id").sort().to_list())
 
 

@@ -217,7 +217,8 @@ class TestNcclAndTorch:
         """sglang#3784 shape: 8 schedulers of a node write one file; each prints `Cache shape
         …` after its own `Load weight begin`, so the 8 prints after TP31's line are not all
         TP31's. A traceback after an exception header, and a py-spy dump after `Pyspy dump for
-        PID n:`, still continue their records; in a one-process file a print is its."""
+        PID n:`, still continue their records. A file that names TP1 alone, in a set that is
+        not laid out one process per file, is a console too: its print is nobody's."""
         logs = tmp_path / "logs"
         write(logs, "node3.log", [
             *(f"[2025-02-22 08:19:45 TP{r}] Load weight begin. avail mem=78.38 GB"
@@ -236,7 +237,7 @@ class TestNcclAndTorch:
         assert {(r["world_rank"], r["why"]) for r in prints} == {
             (None, "plain line in a shared file")}
         assert [row(timeline, "node3.log", n)["world_rank"] for n in (18, 20)] == [26, 27]
-        assert row(timeline, "tp1.log", 2)["world_rank"] == 1
+        assert row(timeline, "tp1.log", 2)["world_rank"] is None
 
 
     def test_process_title_with_moe_dp_has_no_dp_rank(self, tmp_path: Path) -> None:
@@ -1792,3 +1793,41 @@ def test_rules_read_the_line_inside_a_docker_envelope(tmp_path: Path) -> None:
         "ValueError: boom"]))
     crash = next(f for f in analyze([died]).findings if f.kind == "crash")
     assert crash.summary.endswith("crashed: ValueError: boom")
+
+
+class TestConsolesOfOneProcess:
+    """Fifth audit (false findings on healthy logs): a console that names one process."""
+
+    def test_a_shell_transcript_after_a_batch_line_is_not_the_scheduler_s(
+            self, tmp_path: Path) -> None:
+        """slurmv4 transcript: after decode TP0's last batch line come shell prompts and
+        another server's JSON - not TP0's lines."""
+        logs = tmp_path / "logs"
+        write(logs, "transcript.log", [
+            "[2026-03-02 14:44:12 TP0] Decode batch, #running-req: 1, #token: 193, token usage: "
+            "0.00, cuda graph: True, gen throughput (token/s): 77.90, #queue-req: 0", "", "",
+            "[dcbsr_dev@tpgds-aihub0003 ~]$ curl -s http://10.99.91.39:30000/get_server_info",
+            "{", '    "model_path": "/app/models/Deepseek-R1/",'])
+        detail = analyze([logs], config=config(tmp_path, {"tp_size": 8})).detail
+        assert [row(detail, "transcript.log", n)["world_rank"] for n in range(1, 7)] == [
+            0, None, None, None, None, None]
+
+    def test_one_scheduler_s_console_holds_the_other_processes_too(self, tmp_path: Path
+                                                                   ) -> None:
+        """PR#13666: a TP1 server's console after Ctrl-C: the detokenizer's traceback (its
+        frames name run_detokenizer_process) is not the scheduler's, and a traceback that
+        ends in KeyboardInterrupt is a stop, not a crash."""
+        logs = tmp_path / "logs"
+        write(logs, "console.log", [
+            "[2025-11-20 17:55:54] Capture cuda graph end. Time elapsed: 37.99 s.",
+            "Process Process-2:",
+            "Traceback (most recent call last):",
+            '  File "/usr/lib/python3.12/multiprocessing/process.py", line 314, in _bootstrap',
+            '  File "/sgl/srt/managers/detokenizer_manager.py", line 320, in '
+            "run_detokenizer_process",
+            "KeyboardInterrupt"])
+        analysis = analyze([logs], config=config(tmp_path, {"tp_size": 1}))
+        assert row(analysis.timeline, "console.log", 1)["world_rank"] == 0
+        assert [row(analysis.timeline, "console.log", n)["world_rank"] for n in range(2, 7)] == [
+            None] * 5
+        assert "crash" not in [f.kind for f in analysis.findings]
