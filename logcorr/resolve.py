@@ -788,7 +788,7 @@ def _shared_files(files: pl.DataFrame, file_procs: pl.DataFrame) -> list[int]:
     """Files (`_files`) that name a process but are no process's own (`_file_procs`): several
     processes, a process and the launcher's output, or a console where one process's lines
     stand among others' (a shell transcript, a paste)."""
-    own = file_procs.get_column("file_id")
+    own = file_procs.get_column("file_id").to_list()
     return (files.filter((pl.col("procs").list.len() >= 1) & ~pl.col("file_id").is_in(own))
             .get_column("file_id").sort().to_list())
 
