@@ -115,11 +115,10 @@ VICTIM_STEMS = ("remote process exited", "communicator was aborted", "Connection
                 "ncclRemoteError", "Connection closed by peer", "Broken pipe",
                 "received errors while waiting for send/recv from rank",
                 "could finish the model loading, but there are other ranks")
-# torch's rendezvous store (TCPStore, at SGLang's --dist-init-addr) out of reach at startup
-# (not TCPStore's `… - retrying (try=0, …)`: a warning before it tries again, unless its cause
-# is the socket timeout itself)
-STORE_STEMS = ("The client socket has timed out after", "to connect/validate to host")
-_STORE_GAVE_UP = r"The client socket has timed out after|connect/validate to host \S+ - timed out"
+# torch's rendezvous store (TCPStore, at SGLang's --dist-init-addr) out of reach at startup:
+# a connect that timed out, or `TCP client failed to connect/validate to host … - timed out
+# (try=…)` (not its `… - retrying (…)` warning, unless the cause it quotes is that timeout)
+STORE_STEMS = ("The client socket has timed out after", " - timed out (try=")
 # NCCL's error return trace through communicator init (`NCCL INFO init.cc:1534 -> 2`): the
 # WARN before it on the same process is why its ncclCommInitRank failed
 NCCL_INIT_TRACE = "NCCL INFO init.cc:"
@@ -392,8 +391,7 @@ def crash_findings(ctx: Context) -> list[Finding]:
 def _not_interrupted(events: pl.DataFrame, fatal: pl.DataFrame) -> pl.DataFrame:
     """Fatal rows whose record does not end in `KeyboardInterrupt` (Ctrl-C: a stop, not a
     failure)."""
-    stopped = events.filter(pl.col("text").str.strip_chars().str.starts_with(INTERRUPTED)
-                            ).select("file_id", "record").unique()
+    stopped = _interrupt_lines(events).select("file_id", "record").unique()
     if stopped.height == 0:
         return fatal
     return fatal.join(stopped, on=["file_id", "record"], how="anti", nulls_equal=True)
@@ -406,13 +404,11 @@ def _child_failed(ctx: Context) -> list[Finding]:
     killer's signal). Not after a collective timeout or an SGLang watchdog: that is the
     hang's cascade."""
     said = ctx.events.filter(_contains_any(CHILD_FAILED_STEMS)).sort("order")
-    stop = ctx.events.filter(pl.col("text").str.strip_chars().str.starts_with(INTERRUPTED))
-    if said.height == 0 or (stop.height and stop["order"].min() < said["order"][0]):
+    if said.height == 0:
         return []
-    hung = ctx.events.filter(_contains_any(TIMEOUT_STEMS + SGLANG_WATCHDOG_STEMS)
-                             & ~pl.col("text").str.contains("self.soft=True", literal=True))
-    if hung.height and hung["order"].min() < said["order"][0]:
-        return []
+    before = [_first_order(_interrupt_lines(ctx.events)), _first_order(_hang_lines(ctx.events))]
+    if any(first is not None and first < said["order"][0] for first in before):
+        return []  # after Ctrl-C, or the hang's cascade
     first = said.row(0, named=True)
     code = regex.search(r"exited with code (-?\d+)", " ".join(said["text"].to_list()))
     summary = ("a process these logs do not show failed: "
@@ -443,11 +439,12 @@ def _nccl_init_failures(ctx: Context) -> list[Finding]:
              .filter(pl.col("order") < pl.col("_trace"))
              .group_by("host", "pid", maintain_order=True).agg(pl.all().first()))
     procs = failed["proc"].drop_nulls().unique(maintain_order=True).to_list()
-    who = ", ".join(_name(ctx.people[p]) for p in procs if p in ctx.people)
     unnamed = [f"PID {pid} on {host}" for host, pid in
                failed.filter(pl.col("proc").is_null()).select("host", "pid").iter_rows()]
-    who = ", ".join([who] * bool(who) + unnamed[:4] + [f"{len(unnamed) - 4} more"]
-                    * (len(unnamed) > 4))
+    names = [_name(ctx.people[p]) for p in procs if p in ctx.people] + unnamed[:4]
+    if len(unnamed) > 4:
+        names.append(f"{len(unnamed) - 4} more")
+    who = ", ".join(names)
     reasons = sorted({str(t).split("NCCL WARN", 1)[1].strip() for t in warns["text"].to_list()})
     summary = (f"NCCL communicator init failed on {who}"
                + (f": {'; '.join(r[:160] for r in reasons[:3])}" if reasons else ""))
@@ -528,12 +525,26 @@ def _timeout_abort(events: pl.DataFrame, fatal: pl.DataFrame) -> pl.Series:
 def _reaped_after_timeout(events: pl.DataFrame, fatal: pl.DataFrame) -> pl.Series:
     """A child's death reported after a collective timeout or a hard SGLang watchdog: the
     process was taken down for the hang (the hang or watchdog finding explains it)."""
-    hung = events.filter(_contains_any(TIMEOUT_STEMS + SGLANG_WATCHDOG_STEMS)
-                         & ~pl.col("text").str.contains("self.soft=True", literal=True))
-    if hung.height == 0:
+    first = _first_order(_hang_lines(events))
+    if first is None:
         return pl.repeat(False, fatal.height, eager=True)
-    first = hung.get_column("order").min()
     return fatal.select(_contains_any(REAPED_STEMS) & (pl.col("order") > first)).to_series()
+
+
+def _hang_lines(events: pl.DataFrame) -> pl.DataFrame:
+    """Collective timeouts and hard SGLang watchdogs (a soft one only dumps state)."""
+    return events.filter(_contains_any(TIMEOUT_STEMS + SGLANG_WATCHDOG_STEMS)
+                         & ~pl.col("text").str.contains("self.soft=True", literal=True))
+
+
+def _interrupt_lines(events: pl.DataFrame) -> pl.DataFrame:
+    """`KeyboardInterrupt` closing a traceback: Ctrl-C."""
+    return events.filter(pl.col("text").str.strip_chars().str.starts_with(INTERRUPTED))
+
+
+def _first_order(rows: pl.DataFrame) -> int | None:
+    """The timeline position of the first of `rows`, None when there are none."""
+    return int(rows["order"].min()) if rows.height else None  # type: ignore[arg-type]
 
 
 def _named_by_pid(ctx: Context, fatal: pl.DataFrame) -> pl.DataFrame:
@@ -583,9 +594,9 @@ def _first_not_victim(firsts: pl.DataFrame) -> pl.DataFrame:
     if firsts.height == 0 or not firsts["_victim"][0]:
         return firsts
     start = firsts["ts_full"][0]
-    indexed = firsts.with_row_index("_i")
     if start is None:  # (no time to measure the minute by)
         return firsts
+    indexed = firsts.with_row_index("_i")
     soon = pl.col("ts_full").is_not_null() & (pl.col("ts_full") <= start + _VICTIM_WINDOW)
     found = indexed.filter(~pl.col("_victim") & soon)
     if found.height == 0:
@@ -1017,7 +1028,7 @@ def _store_unreachable(ctx: Context) -> list[Finding]:
     """Processes whose connection to torch's rendezvous store (TCPStore, served on SGLang's
     --dist-init-addr by the node of world rank 0) timed out: nobody in particular is to
     blame in these lines - that node is not up yet, died, or the address is not reachable."""
-    rows = ctx.events.filter(pl.col("text").str.contains(_STORE_GAVE_UP)).sort("order")
+    rows = ctx.events.filter(_contains_any(STORE_STEMS)).sort("order")
     if rows.height == 0:
         return []
     addresses = sorted({":".join(g for g in m.groups() if g) for t in rows["text"].to_list()
@@ -1036,10 +1047,10 @@ def _store_unreachable(ctx: Context) -> list[Finding]:
 def _split_ids(nccl: pl.DataFrame) -> pl.DataFrame:
     """A split's `Init START` (NCCL 2.23+, no commId: `split <color>/<count>`) takes the commId
     its process's COMPLETE line gives the same comm pointer; a START left without one hangs."""
-    real = (nccl.filter(~pl.col("comm_id").str.starts_with("split ") & pl.col("comm").is_not_null())
+    split = pl.col("comm_id").str.starts_with("split ")
+    real = (nccl.filter(~split & pl.col("comm").is_not_null())
             .select("host", "pid", "comm", _id=pl.col("comm_id"))
             .unique(["host", "pid", "comm"], keep="last", maintain_order=True))
-    split = pl.col("comm_id").str.starts_with("split ")
     joined = nccl.join(real, on=["host", "pid", "comm"], how="left", nulls_equal=True,
                        maintain_order="left")
     # a member that never completed takes the commId its split's other members completed

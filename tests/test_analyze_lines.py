@@ -504,6 +504,24 @@ class TestOutputs:
         assert main(["analyze", str(logs), "--config", str(cfg), "--format", "rich"]) == 0
         assert "hello [bold]x[/bold]" in capsys.readouterr().out
 
+    def test_files_hold_what_stdout_shows(self, tmp_path: Path,
+                                          capsysbinary: pytest.CaptureFixture[bytes]) -> None:
+        """Files are written by polars' streaming sinks, stdout batch by batch: the same bytes,
+        in timeline order, over many batches and files."""
+        logs = tmp_path / "logs"
+        for rank in range(4):
+            write(logs, f"rank{rank}.log", [
+                f"[2026-11-29 {n // 3600:02d}:{n % 3600 // 60:02d}:{n % 60:02d} TP{rank}] Decode "
+                f'batch "{n}"' for n in range(0, 30000, 3)])  # 40,000 rows: several batches
+        cfg = config(tmp_path, {"tp_size": 4})
+        for fmt in ("jsonl", "csv"):
+            out = tmp_path / f"out.{fmt}"
+            assert main(["analyze", str(logs), "--config", str(cfg), "--format", fmt,
+                         "-o", str(out)]) == 0
+            capsysbinary.readouterr()
+            assert main(["analyze", str(logs), "--config", str(cfg), "--format", fmt]) == 0
+            assert out.read_bytes() == capsysbinary.readouterr().out
+
 
 def test_node_rank_contradiction(tmp_path: Path) -> None:
     """node1's log says node_rank=0: the process is kept, its node and GPU are not."""
@@ -1831,3 +1849,47 @@ class TestConsolesOfOneProcess:
         assert [row(analysis.timeline, "console.log", n)["world_rank"] for n in range(2, 7)] == [
             None] * 5
         assert "crash" not in [f.kind for f in analysis.findings]
+
+
+class TestStopsAndPoolChecks:
+    """Crash stems and stops the audits named, each on its real shape."""
+
+    def test_a_pool_check_failure_is_the_crash(self, tmp_path: Path) -> None:
+        """sglang#6888: the scheduler's memory-leak check raised, its header not in the
+        excerpt; the main process's SIGQUIT follows. The ValueError is quoted and cited."""
+        logs = tmp_path / "logs"
+        write(logs, "run.log", [
+            "ValueError: token_to_kv_pool_allocator memory leak detected! available_size="
+            "3189424, protected_size=0, self.max_total_num_tokens=3185200",
+            "self.token_to_kv_pool_allocator.available_size()=2864304", "", "",
+            "[2025-06-06 01:56:27] Received sigquit from a child process. It usually means the "
+            "child failed."])
+        crash = next(f for f in analyze([logs], config=config(tmp_path, {"tp_size": 2})).findings
+                     if f.kind == "crash")
+        assert "memory leak detected!" in crash.summary
+        assert crash.evidence[0] == {"file": "run.log", "line": 1}
+
+    def test_a_sigquit_after_ctrl_c_is_no_crash(self, tmp_path: Path) -> None:
+        logs = tmp_path / "logs"
+        write(logs, "console.log", [
+            "[2025-11-20 17:55:54] Capture cuda graph end. Time elapsed: 37.99 s.",
+            "^CTraceback (most recent call last):",
+            '  File "/sgl/srt/entrypoints/http_server.py", line 1210, in launch_server',
+            "KeyboardInterrupt",
+            "[2025-11-20 17:56:02] Received sigquit from a child process. It usually means the "
+            "child failed."])
+        found = analyze([logs], config=config(tmp_path, {"tp_size": 2})).findings
+        assert "crash" not in [f.kind for f in found]
+
+    def test_a_hip_error_is_a_crash(self, tmp_path: Path) -> None:
+        """ROCm's torch says `HIP error:` where CUDA's says `CUDA error:` (here through the
+        NCCL watchdog thread, with no SGLang exception header)."""
+        logs = tmp_path / "logs"
+        write(logs, "rocm.log", [
+            "[2025-09-09 02:30:20 TP5] Decode batch. #running-req: 3, #token: 1200",
+            "[rank5]:[E909 02:30:28.123456789 ProcessGroupNCCL.cpp:1785] [PG ID 2 PG GUID "
+            "3(tp:device) Rank 5] Process group watchdog thread terminated with exception: HIP "
+            "error: the launch timed out and was terminated"])
+        crash = next(f for f in analyze([logs], config=config(tmp_path, {"tp_size": 8})).findings
+                     if f.kind == "crash")
+        assert [p["world_rank"] for p in crash.processes] == [5]
