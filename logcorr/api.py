@@ -56,6 +56,7 @@ from logcorr.resolve import (
 from logcorr.selector import Selector
 from logcorr.stream import (
     SORT_COLUMNS,
+    Piece,
     Run,
     Workspace,
     chunk_bytes_for,
@@ -225,7 +226,7 @@ def _empty_timeline() -> pl.DataFrame:
 class _Scan:
     """What the parse pass keeps of the whole set: small tables only."""
 
-    chunks: list[Path] = field(default_factory=list)
+    chunks: list[Piece] = field(default_factory=list)
     keys: list[pl.DataFrame] = field(default_factory=list)
     server_args: list[pl.DataFrame] = field(default_factory=list)
     headers: list[pl.DataFrame] = field(default_factory=list)
@@ -249,6 +250,7 @@ def analyze(
     validate: bool = True,
     progress: Progress | None = None,
     chunk_bytes: int | None = None,
+    memory_budget: int | None = None,
 ) -> Analysis:
     """Parse, attribute and align every line under `paths`, a chunk at a time.
 
@@ -259,7 +261,7 @@ def analyze(
     report = progress or (lambda stage, done, total: None)
     report("reading", 0, 1)
     sources, warnings = discover(paths)
-    workspace = Workspace()
+    workspace = Workspace(memory_budget)
     try:
         total = sum(_size(s) for s in sources)
         chunk = chunk_bytes if chunk_bytes is not None else chunk_bytes_for(total)
@@ -330,7 +332,7 @@ def _parse_pass(sources: list[Source], chunk_bytes: int, total: int, warnings: l
 class _Parsed:
     """One parsed chunk: where it was spilled, and its part of the whole-set tables."""
 
-    path: Path | None
+    path: Piece | None
     keys: pl.DataFrame
     server_args: pl.DataFrame
     headers: pl.DataFrame
@@ -356,14 +358,14 @@ def _size(source: Source) -> int:
         return 0
 
 
-def _median_dated(chunks: list[Path]) -> Any:
+def _median_dated(chunks: list[Piece]) -> Any:
     if not chunks:
         return None
-    return (pl.scan_ipc(chunks).filter(fully_dated()).select(pl.col("ts").median())
-            .collect(engine="streaming").item())
+    return (pl.concat([c.scan() for c in chunks]).filter(fully_dated())
+            .select(pl.col("ts").median()).collect(engine="streaming").item())
 
 
-def _attribute_pass(chunks: list[Path], attribution: Attribution, crowded: pl.DataFrame,
+def _attribute_pass(chunks: list[Piece], attribution: Attribution, crowded: pl.DataFrame,
                     clock: Clock, clock_offsets: dict[str, float] | None,
                     sources: list[Source], file_nodes: dict[int, int], workspace: Workspace,
                     report: Progress) -> tuple[list[Run], Tally]:
@@ -388,12 +390,13 @@ def _attribute_pass(chunks: list[Path], attribution: Attribution, crowded: pl.Da
             written.append(writer.submit(_write, workspace, frame, runs, tally, file_nodes,
                                          rows))
 
-        upcoming = reader.submit(pl.read_ipc, chunks[0]) if chunks else None
+        upcoming = reader.submit(chunks[0].read) if chunks else None
         for index in range(len(chunks)):
             report("attributing", index, len(chunks))
-            chunk = upcoming.result() if upcoming is not None else pl.read_ipc(chunks[index])
+            chunk = upcoming.result() if upcoming is not None else chunks[index].read()
+            workspace.release(chunks[index])
             more = index + 1 < len(chunks)
-            upcoming = reader.submit(pl.read_ipc, chunks[index + 1]) if more else None
+            upcoming = reader.submit(chunks[index + 1].read) if more else None
             first_file = int(chunk["file_id"][0])
             if ghost is not None and int(ghost["file_id"][0]) != first_file:
                 ghost = None
@@ -456,14 +459,14 @@ def _write(workspace: Workspace, frame: pl.DataFrame, runs: list[Run], tally: Ta
     write_run(workspace, frame.select(stored), runs, KEEP_ROWS, rows)
 
 
-def _after(frame: pl.DataFrame, next_chunk: Path | None) -> pl.DataFrame:
+def _after(frame: pl.DataFrame, next_chunk: Piece | None) -> pl.DataFrame:
     """The row after each row (file_id, line, part, starts_record, text); the next chunk's
     first line is read for the last row. Rows keep the chunk's order, which the attribution
     does not change."""
     columns = ["file_id", "line", "part", "starts_record", "text"]
     after = frame.select(pl.col(columns).shift(-1))
     if next_chunk is not None and frame.height:
-        first = pl.read_ipc(next_chunk, columns=columns, n_rows=1)
+        first = next_chunk.read(columns, n_rows=1)
         if first.height:
             after = pl.concat([after.head(frame.height - 1), first], how="vertical_relaxed",
                               rechunk=False)
@@ -500,11 +503,11 @@ def _file_names(sources: list[Source]) -> pl.DataFrame:
 
 
 def _lazy_rows(runs: list[Run]) -> pl.LazyFrame:
-    pieces = [p for r in runs for p in r.pieces]
+    pieces = [p.scan() for r in runs for p in r.pieces]
     if not pieces:
         return pl.LazyFrame(schema={**TIMELINE_SCHEMA, "file_id": pl.UInt32, "proc": pl.UInt32,
                                     "record": pl.UInt32, "msg": pl.String})
-    return pl.scan_ipc(pieces)
+    return pl.concat(pieces)
 
 
 def _last_lines(parts: list[pl.DataFrame]) -> pl.DataFrame:

@@ -17,9 +17,11 @@ from __future__ import annotations
 import bisect
 import io
 import itertools
+import os
 import secrets
 import shutil
 import tempfile
+import threading
 import weakref
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -36,6 +38,7 @@ MERGE_ROWS = 1 << 17  # rows the merge may buffer over all runs together
 BATCH_ROWS = 1 << 15  # rows the merge emits at most per batch
 PIECE_ROWS = (8192, 32768)  # the smallest and largest piece
 SORT_COLUMNS = ("_sk", "file_id", "line", "part")
+MEMORY_BUDGET = 256 << 20  # bytes of chunks and runs held in memory before spilling
 NO_TIME = 2**63 - 1  # the `_sk` of rows without a time: after every timed row
 Key = tuple[int, int, int, int]
 
@@ -55,32 +58,99 @@ def time_key(column: str = "_key") -> pl.Expr:
     return pl.col(column).dt.epoch("us").fill_null(NO_TIME).alias("_sk")
 
 
-class Workspace:
-    """A private temporary folder (under $TMPDIR) for spilled chunks and runs. It is removed
-    by `close`, when the workspace is garbage-collected, or at interpreter exit - the
-    removal is registered before the folder exists, so no interrupt can leave it behind. It
-    needs roughly a quarter to a half of the log set's size on disk."""
+class Piece:
+    """A stored frame: held in memory while the workspace's memory budget allows, else
+    spilled to an Arrow file. Readers see the same frame either way."""
 
-    def __init__(self) -> None:
+    def __init__(self, frame: pl.DataFrame | None, path: Path | None, size: int) -> None:
+        self._frame = frame
+        self.path = path
+        self.size = size  # bytes held in memory (0 when spilled)
+
+    def read(self, columns: Sequence[str] | None = None, n_rows: int | None = None
+             ) -> pl.DataFrame:
+        if self._frame is not None:
+            frame = self._frame if columns is None else self._frame.select(columns)
+            return frame if n_rows is None else frame.head(n_rows)
+        return pl.read_ipc(self.path, columns=list(columns) if columns is not None else None,
+                           n_rows=n_rows)
+
+    def scan(self) -> pl.LazyFrame:
+        return self._frame.lazy() if self._frame is not None else pl.scan_ipc(self.path)
+
+
+class Workspace:
+    """Where chunks and runs are stored between passes: in memory up to `memory_budget`
+    bytes (MEMORY_BUDGET by default; a small set never touches the disk), the rest in a
+    private temporary folder (under $TMPDIR) created on first use. The folder is removed by
+    `close`, when the workspace is garbage-collected, or at interpreter exit - the removal is
+    registered before the folder exists, so no interrupt can leave it behind. Spilling needs
+    roughly a quarter to a half of the spilled part's size on disk."""
+
+    def __init__(self, memory_budget: int | None = None) -> None:
+        self.budget = memory_budget_from_env() if memory_budget is None else memory_budget
+        self.held = 0  # bytes of the pieces held in memory
+        self._lock = threading.Lock()
         root = tempfile.gettempdir()
+        self._root = root
         self.path = Path(root) / f"logcorr-{secrets.token_hex(8)}"
         self._remove = weakref.finalize(self, shutil.rmtree, str(self.path), True)
-        try:
-            self.path.mkdir(mode=0o700)
-        except OSError as error:
-            raise _no_room(root, error) from None
+        self._made = False
         self._numbers = itertools.count(1)  # next() is atomic: writers may be threads
 
-    def write(self, frame: pl.DataFrame, stem: str) -> Path:
+    def write(self, frame: pl.DataFrame, stem: str) -> Piece:
+        size = int(frame.estimated_size())
+        with self._lock:
+            keep = self.held + size <= self.budget
+            if keep:
+                self.held += size
+            else:
+                self._make()
+        if keep:
+            return Piece(frame, None, size)
         path = self.path / f"{stem}-{next(self._numbers):06d}.arrow"
         try:
             frame.write_ipc(path, compression="lz4")
         except OSError as error:
             raise _no_room(str(self.path), error) from None
-        return path
+        return Piece(None, path, 0)
+
+    def release(self, piece: Piece) -> None:
+        """`piece` will not be read again: its memory (or file) is freed."""
+        with self._lock:
+            self.held -= piece.size
+            piece.size = 0
+            piece._frame = None
+        if piece.path is not None:
+            piece.path.unlink(missing_ok=True)
+            piece.path = None
+
+    def _make(self) -> None:
+        if not self._made:
+            try:
+                self.path.mkdir(mode=0o700)
+            except OSError as error:
+                raise _no_room(self._root, error) from None
+            self._made = True
 
     def close(self) -> None:
         self._remove()
+
+
+def memory_budget_from_env() -> int:
+    """MEMORY_BUDGET, or the bytes LOGCORR_MEMORY_BUDGET names (`0` spills everything)."""
+    text = os.environ.get("LOGCORR_MEMORY_BUDGET", "").strip()
+    if not text:
+        return MEMORY_BUDGET
+    scale = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}.get(text[-1].lower(), 1)
+    try:
+        value = int(float(text[:-1] if scale > 1 else text) * scale)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise InputError(f"LOGCORR_MEMORY_BUDGET={text!r} is not a size: give bytes, or a "
+                         "number with k, m or g (e.g. 256m; 0 spills everything to TMPDIR)")
+    return value
 
 
 def _no_room(folder: str, error: OSError) -> InputError:
@@ -136,7 +206,7 @@ class _Keys:
 class Run:
     """Rows sorted by the timeline key, stored as pieces (see `piece_rows`)."""
 
-    pieces: list[Path] = field(default_factory=list)
+    pieces: list[Piece] = field(default_factory=list)
     first: Key | None = None
     last: Key | None = None
     rows: int = 0
@@ -193,7 +263,7 @@ def merge(runs: Sequence[Run], columns: Sequence[str] | None = None) -> Iterator
     active: list[_Open] = []
 
     def load(run: Run, index: int) -> _Open:
-        frame = pl.read_ipc(run.pieces[index], columns=wanted)
+        frame = run.pieces[index].read(wanted)
         return _Open(run, index + 1, frame, _key_of(frame, frame.height - 1))
 
     while active or waiting:

@@ -22,10 +22,16 @@ def document(analysis: Analysis) -> str:
 
 
 @pytest.mark.parametrize("path", SCENARIOS, ids=lambda p: p.name)
-@pytest.mark.parametrize("chunk_bytes", [1, 700, 5000])
-def test_chunk_size_changes_nothing(path: Path, chunk_bytes: int) -> None:
+@pytest.mark.parametrize(("chunk_bytes", "budget"), [(1, None), (700, 0), (5000, 3000)])
+def test_chunk_size_changes_nothing(path: Path, chunk_bytes: int, budget: int | None) -> None:
+    """Any chunk size, and chunks and runs held in memory, spilled (budget 0) or some of
+    each, give the same answers."""
     whole = analyze([path / "logs"], config=path / "args.json")
-    chunked = analyze([path / "logs"], config=path / "args.json", chunk_bytes=chunk_bytes)
+    chunked = analyze([path / "logs"], config=path / "args.json", chunk_bytes=chunk_bytes,
+                      memory_budget=budget)
+    spilled = {p.path is not None for r in chunked.runs for p in r.pieces}
+    if budget in (None, 0):
+        assert spilled == {budget == 0}
     assert sum(len(r.pieces) for r in chunked.runs) > len(whole.runs)  # it was cut up
     assert chunked.timeline.equals(whole.timeline)
     assert chunked.detail.equals(whole.detail)

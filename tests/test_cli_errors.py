@@ -202,6 +202,13 @@ class TestCommandErrors:
         assert "logcorr logcorr" not in assert_one_error(argv)
 
 
+def test_bad_memory_budget_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    """LOGCORR_MEMORY_BUDGET that is no size is one error saying what it takes."""
+    monkeypatch.setenv("LOGCORR_MEMORY_BUDGET", "lots")
+    message = assert_one_error(["analyze", str(LOGS), "--format", "jsonl"])
+    assert "LOGCORR_MEMORY_BUDGET" in message and "256m" in message
+
+
 def test_empty_sglang_version_is_refused() -> None:
     """`--sglang-version ""` is not silently the default version."""
     assert "unknown SGLang version" in assert_one_error(
@@ -213,5 +220,6 @@ def test_no_room_for_temporary_files(tmp_path: Path, monkeypatch: pytest.MonkeyP
     import tempfile
 
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "missing"))
+    monkeypatch.setenv("LOGCORR_MEMORY_BUDGET", "0")  # a set this small is never spilled else
     message = assert_one_error(["analyze", str(LOGS), "--format", "jsonl"])
     assert "TMPDIR" in message and "missing" in message

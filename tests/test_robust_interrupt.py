@@ -78,7 +78,8 @@ class TestSigint:
         codes = set()
         for pause in (0.0, 0.05):
             process = subprocess.Popen(command, stderr=subprocess.PIPE,
-                                       env=dict(os.environ, TMPDIR=str(spill)))
+                                       env=dict(os.environ, TMPDIR=str(spill),
+                                                LOGCORR_MEMORY_BUDGET="0"))
             deadline = time.monotonic() + 60
             while not list(spill.iterdir()) and time.monotonic() < deadline:
                 time.sleep(0.005)  # until the analysis has made its spill folder
