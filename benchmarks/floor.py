@@ -16,19 +16,35 @@ from pathlib import Path
 import polars as pl
 
 
-def main(argv: list[str]) -> int:
-    files = sorted(p for p in (Path(argv[0]) / "logs").iterdir() if p.is_file())
-    start = time.perf_counter()
+def log_files(folder: Path) -> list[Path]:
+    return sorted(p for p in (folder / "logs").iterdir() if p.is_file())
+
+
+def read_lines(files: list[Path]) -> pl.DataFrame:
     frames = [pl.read_csv(f, has_header=False, separator="\x1f", quote_char=None,
                           new_columns=["text"], schema={"text": pl.String},
                           truncate_ragged_lines=True) for f in files]
-    lines = pl.concat(frames)
-    read = time.perf_counter()
-    tp = lines.select(pl.col("text").str.extract(
+    return pl.concat(frames)
+
+
+def one_regex(lines: pl.DataFrame) -> pl.DataFrame:
+    return lines.select(pl.col("text").str.extract(
         r"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d[^\]]* TP(\d+)", 1).alias("tp"))
+
+
+def write(lines: pl.DataFrame, tp: pl.DataFrame, folder: Path) -> None:
+    lines.with_columns(tp).write_parquet(folder / "floor.parquet")
+
+
+def main(argv: list[str]) -> int:
+    files = log_files(Path(argv[0]))
+    start = time.perf_counter()
+    lines = read_lines(files)
+    read = time.perf_counter()
+    tp = one_regex(lines)
     matched = time.perf_counter()
     with tempfile.TemporaryDirectory() as folder:
-        lines.with_columns(tp).write_parquet(Path(folder) / "floor.parquet")
+        write(lines, tp, Path(folder))
     written = time.perf_counter()
     total = written - start
     print(f"{lines.height} lines: read {read - start:.2f} s, one regex {matched - read:.2f} s, "

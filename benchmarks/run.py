@@ -1,7 +1,7 @@
 """End-to-end benchmark: logcorr vs the floor (`wc -l`) vs the peer (lnav), one table.
 
     python benchmarks/run.py [--sizes 1M,4M,16M,10M] [--data /work/bench-data] [--repeat N]
-                             [--jsonl] [--no-lnav] [--small]
+                             [--jsonl] [--text] [--stages] [--no-lnav] [--small]
 
 For each size, a 64-rank, 8-node log set (per-node files) is generated once by `gen_large.py`
 under DATA/sets/<size>/ and reused. On the same files, in the same run, it times:
@@ -11,7 +11,9 @@ under DATA/sets/<size>/ and reused. On the same files, in the same run, it times
           `lnav -n -c ';SELECT count(*) FROM sglang_log' FILES`; lnav is installed from
           Debian's packages when absent (`apt-get update`, `apt-get install -y lnav`) unless
           --no-lnav or --small;
-* logcorr `logcorr analyze DIR --config ARGS --format parquet -o OUT` (and jsonl with --jsonl).
+* logcorr `logcorr analyze DIR --config ARGS --format parquet -o OUT` (and jsonl with --jsonl,
+          the default text view with --text); with --stages, `stages.py` on each set after
+          the table (CPU seconds per stage beside polars' floor).
 
 Time is wall-clock of the child process (best of --repeat runs); peak RSS is the child's
 `ru_maxrss` from `os.wait4`. `--small` runs one tiny set (for the test suite).
@@ -148,6 +150,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jsonl", action="store_true", help="also time jsonl output")
     parser.add_argument("--no-lnav", action="store_true")
     parser.add_argument("--small", action="store_true", help="one tiny set, no lnav install")
+    parser.add_argument("--stages", action="store_true",
+                        help="also print CPU seconds per stage of each set (stages.py)")
+    parser.add_argument("--text", action="store_true",
+                        help="also time the default view (`--format text` to a file)")
     args = parser.parse_args(argv)
     sizes = ["5k"] if args.small else args.sizes.split(",")
     lnav = None if args.no_lnav else ensure_lnav(install=not args.small)
@@ -164,6 +170,13 @@ def main(argv: list[str] | None = None) -> int:
         rows.append(row(label, "floor (wc -l)", lines, size, floor, peer, floor))
         if peer is not None:
             rows.append(row(label, "lnav", lines, size, peer, peer, floor))
+        if args.text:
+            out = args.data / f"out-{label}.txt"
+            ours = best([sys.executable, "-m", "logcorr", "analyze", str(folder / "logs"),
+                         "--config", str(folder / "args.json"), "--format", "text",
+                         "-o", str(out)], args.repeat)
+            out.unlink(missing_ok=True)
+            rows.append(row(label, "logcorr text view", lines, size, ours, peer, floor))
         for fmt in ("parquet", "jsonl") if args.jsonl else ("parquet",):
             out = args.data / f"out-{label}.{fmt}"
             ours = best([sys.executable, "-m", "logcorr", "analyze", str(folder / "logs"),
@@ -178,6 +191,13 @@ def main(argv: list[str] | None = None) -> int:
     print(render(rows))
     if "16M parquet" in seconds and "4M parquet" in seconds:
         print(f"16M/4M time ratio (parquet): {seconds['16M parquet'] / seconds['4M parquet']:.2f}")
+    if args.stages:
+        for label in sizes:
+            done = subprocess.run([sys.executable, str(HERE / "stages.py"),
+                                   str(args.data / "sets" / label)],
+                                  capture_output=True, text=True, check=True)
+            print(f"\n{label} CPU seconds per stage (stages.py):")
+            print(done.stdout.rstrip())
     for label, marks in terminal:
         print(f"{label} rich view: lines parsed at {marks['parsing_done']:.2f} s, analysis done "
               f"at {marks['analysis_done']:.2f} s, first timeline row at {marks['first_row']:.2f} s "

@@ -12,13 +12,17 @@ ROOT = Path(__file__).resolve().parent.parent
 def test_small_benchmark_prints_table(tmp_path: Path) -> None:
     """`benchmarks/run.py --small` generates a set, times floor/logcorr (lnav if present)."""
     done = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "run.py"), "--small", "--data", str(tmp_path)],
+        [sys.executable, str(ROOT / "benchmarks" / "run.py"), "--small", "--text", "--stages",
+         "--data", str(tmp_path)],
         capture_output=True, text=True, timeout=300, cwd=ROOT, check=False)
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert any(line.startswith("| set ") and "lines/s" in line for line in lines), done.stdout
     assert any("logcorr parquet" in line for line in lines), done.stdout
     assert any("floor (wc -l)" in line for line in lines), done.stdout
+    assert any("logcorr text view" in line for line in lines), done.stdout
+    stages = {line.split("|")[1].strip() for line in lines if line.startswith("| ")}
+    assert {"read", "parse", "attribute", "order", "write parquet", "analysis (sum)"} <= stages
     assert "failed" not in done.stderr
     assert any(line.startswith("5k rich view: ") and "first timeline row at" in line
                for line in lines), done.stdout
