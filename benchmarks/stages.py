@@ -43,11 +43,10 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
+import floor
 import polars as pl
 
-import floor
-import logcorr.api as api
-from logcorr import cli, stream
+from logcorr import api, cli, stream
 from logcorr.output import write_machine
 
 CHARGED: Counter[str] = Counter()
@@ -60,7 +59,7 @@ class _Sequential:
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         pass
 
-    def __enter__(self) -> _Sequential:
+    def __enter__(self) -> _Sequential:  # noqa: PYI034
         return self
 
     def __exit__(self, *exc: object) -> bool:
@@ -70,7 +69,7 @@ class _Sequential:
         done: Future[Any] = Future()
         try:
             done.set_result(fn(*args, **kwargs))
-        except BaseException as error:  # handed to the caller, as a pool would
+        except BaseException as error:  # noqa: BLE001 (handed to the caller, as a pool does)
             done.set_exception(error)
         return done
 
