@@ -60,27 +60,44 @@ def time_key(column: str = "_key") -> pl.Expr:
 
 class Piece:
     """A stored frame: held in memory while the workspace's memory budget allows, else
-    spilled to an Arrow file. Readers see the same frame either way."""
+    spilled to an Arrow file. Columns that are null throughout (most of a chunk's fields) are
+    not stored but made again on reading. Readers see the same frame either way."""
 
-    def __init__(self, frame: pl.DataFrame | None, path: Path | None, size: int) -> None:
+    def __init__(self, frame: pl.DataFrame | None, path: Path | None, size: int,
+                 schema: pl.Schema, empty: dict[str, pl.DataType]) -> None:
         self._frame = frame
         self.path = path
         self.size = size  # bytes held in memory (0 when spilled)
+        self._schema = schema  # the whole frame's columns, in order
+        self._empty = empty  # the columns not stored: null throughout
 
     def read(self, columns: Sequence[str] | None = None, n_rows: int | None = None
              ) -> pl.DataFrame:
+        names = list(self._schema) if columns is None else list(columns)
+        stored = [c for c in names if c not in self._empty]
         if self._frame is not None:
-            frame = self._frame if columns is None else self._frame.select(columns)
-            return frame if n_rows is None else frame.head(n_rows)
-        return pl.read_ipc(self.path, columns=list(columns) if columns is not None else None,
-                           n_rows=n_rows)
+            frame = self._frame.select(stored)
+            if n_rows is not None:
+                frame = frame.head(n_rows)
+        else:
+            frame = pl.read_ipc(self.path, columns=stored, n_rows=n_rows)
+        if len(stored) == len(names):
+            return frame
+        height = frame.height
+        return frame.with_columns(
+            pl.Series(c, [None], dtype=self._empty[c]).new_from_index(0, height)
+            for c in names if c in self._empty).select(names)
 
     @property
     def in_memory(self) -> bool:
         return self._frame is not None
 
     def scan(self) -> pl.LazyFrame:
-        return self._frame.lazy() if self._frame is not None else pl.scan_ipc(self.path)
+        lazy = self._frame.lazy() if self._frame is not None else pl.scan_ipc(self.path)
+        if not self._empty:
+            return lazy
+        return lazy.with_columns(pl.lit(None, dtype).alias(c) for c, dtype in
+                                 self._empty.items()).select(list(self._schema))
 
 
 class Workspace:
@@ -103,6 +120,10 @@ class Workspace:
         self._numbers = itertools.count(1)  # next() is atomic: writers may be threads
 
     def write(self, frame: pl.DataFrame, stem: str) -> Piece:
+        schema = frame.schema
+        empty = {c: schema[c] for c, n in zip(frame.columns, frame.null_count().row(0))
+                 if n == frame.height and frame.height}
+        frame = frame.drop(list(empty)) if empty else frame
         size = int(frame.estimated_size())
         with self._lock:
             keep = self.held + size <= self.budget
@@ -111,13 +132,13 @@ class Workspace:
             else:
                 self._make()
         if keep:
-            return Piece(frame, None, size)
+            return Piece(frame, None, size, schema, empty)
         path = self.path / f"{stem}-{next(self._numbers):06d}.arrow"
         try:
             frame.write_ipc(path, compression="lz4")
         except OSError as error:
             raise _no_room(str(self.path), error) from None
-        return Piece(None, path, 0)
+        return Piece(None, path, 0, schema, empty)
 
     def release(self, piece: Piece) -> None:
         """`piece` will not be read again: its memory (or file) is freed."""
