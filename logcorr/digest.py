@@ -245,7 +245,7 @@ class _Gather:
         group_ids = groups.with_columns(pl.int_range(pl.len(), dtype=pl.UInt32).alias("_gid")
                                         ).join(mapping, on="_gid").drop("_gid")
 
-        def to_rows(frame: pl.DataFrame | None, empty: dict[str, pl.DataType]) -> pl.DataFrame:
+        def to_rows(frame: pl.DataFrame | None, empty: dict[str, Any]) -> pl.DataFrame:
             if frame is None or frame.height == 0:
                 return pl.DataFrame(schema={"row": pl.UInt32, **empty})
             return frame.join(group_ids, on=keys, how="left", nulls_equal=True).drop(keys)

@@ -86,7 +86,7 @@ def _events(d: Digest) -> Iterator[dict[str, Any]]:
                          "pid": len(d.rows), "tid": THREADS["log"], "args": args})
     for row, rows in d.slices.sort("row", "t", maintain_order=True).group_by(
             "row", maintain_order=True):
-        body.extend(_slices(int(row[0]), rows, d.end_us, rel))  # type: ignore[arg-type]
+        body.extend(_slices(int(row[0]), rows, d.end_us, rel))
     for row, bin_, running, tokens, usage in d.metrics.iter_rows():
         values = {k: v for k, v in (("running requests", running), ("tokens", tokens),
                                     ("token usage", usage)) if v is not None}
@@ -120,9 +120,9 @@ def wait_spans(d: Digest) -> list[tuple[int, int, int]]:
     spans = []
     for row, rows in d.slices.sort("row", "t", maintain_order=True).group_by(
             "row", maintain_order=True):
-        for event in _slices(int(row[0]), rows, d.end_us, lambda t: t):  # type: ignore[arg-type]
+        for event in _slices(int(row[0]), rows, d.end_us, lambda t: t):
             if event.get("cat") == "watchdog":
-                spans.append((int(row[0]), event["ts"], event["ts"] + event["dur"]))  # type: ignore[arg-type]
+                spans.append((int(row[0]), event["ts"], event["ts"] + event["dur"]))
     return spans
 
 

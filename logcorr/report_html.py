@@ -32,13 +32,13 @@ from logcorr.render_timeline import inert
 from logcorr.render_topology import summary_line
 from logcorr.topology import Topology
 
-CELLS = 400_000  # density cells (rows x bins) in the file, per level
+CELLS = 300_000  # density cells (rows x bins) in the file, per level (two levels)
 MIN_BINS, MAX_BINS = 200, 2_000
-MARKS = 20_000  # event marks in the file
-MARK_CHARS = 600  # characters of a mark's text kept (the length is said when cut)
+MARKS = 8_000  # event marks in the file (besides the cited lines and each kind's last)
+MARK_CHARS = 200  # characters of a mark's text kept (the length is said when cut)
 EVIDENCE_CHARS = 4_000
 CSP = ("default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; "
-       "img-src data:; base-uri 'none'; form-action 'none'")
+       "base-uri 'none'; form-action 'none'")
 STATES = ("healthy", "waiting", "unknown", "suspect", "culprit", "crashed", "missing")
 STATE_TEXT = {"healthy": "healthy", "waiting": "waiting (victim)", "unknown": "progress unknown",
               "suspect": "suspect", "culprit": "culprit", "crashed": "crashed",
@@ -96,10 +96,10 @@ def _header(analysis: Any, d: Digest) -> str:
            f"<dt>topology</dt><dd>{topo}</dd>",
            f"<dt>time</dt><dd>{e(d.iso(d.base_us))} to {e(d.iso(d.end_us))}</dd>",
            f"<dt>files</dt><dd>{cov['files']:,}</dd>",
-           f"<dt>lines</dt><dd>{lines:,} ({d.timed_lines:,} print their time; the others are "
-           "drawn at the time of the line before them)</dd>",
-           f"<dt>processes</dt><dd>{cov['processes_seen']:,} seen of "
-           f"{cov['expected_processes']:,} expected</dd>",
+           (f"<dt>lines</dt><dd>{lines:,} ({d.timed_lines:,} print their time; the others are "
+           "drawn at the time of the line before them)</dd>"),
+           (f"<dt>processes</dt><dd>{cov['processes_seen']:,} seen of "
+           f"{cov['expected_processes']:,} expected</dd>"),
            f"<dt>attributed</dt><dd>{attributed:,} ({pct}) by {evidence or 'nothing'}</dd>"]
     if reasons:
         out.append(f"<dt>not attributed</dt><dd>{reasons}</dd>")
@@ -128,9 +128,9 @@ def _findings(d: Digest) -> str:
             out.append(f"<p class=dim>at {when}</p>")
         out.append(f'<p><a href="#lanes" class="goto" data-finding="{i}">show on the '
                    "swimlanes</a></p>")
-        for title, key in (("culprit", "processes"), ("waiting", "waiting"),
-                           ("progress unknown", "unknown_processes")):
-            processes = f.get(key) or []
+        for title, field in (("culprit", "processes"), ("waiting", "waiting"),
+                             ("progress unknown", "unknown_processes")):
+            processes = f.get(field) or []
             if processes:
                 out.append(_process_table(title, processes, d))
         if f.get("progress"):
@@ -173,30 +173,63 @@ def _process_table(title: str, processes: list[dict[str, Any]], d: Digest) -> st
 
 
 def _progress(f: dict[str, Any], d: Digest) -> str:
-    """Members x SeqNum reached / last line, with a bar for the last line's time."""
+    """Members x the SeqNum each reached: members in the same state share a line (so a
+    1,024-member group is a few lines), the ones behind first, with a bar for how far they
+    got and their last line's time."""
     members = f.get("progress") or []
-    times = [to_us(m.get("last_line_ts")) for m in members]
-    known = [t for t in times if t is not None]
-    low, high = (min(known), max(known)) if known else (0, 1)
-    out = [f"<details open><summary>group progress: {e(f.get('group'))} "
-           f"{e(f.get('op') or '')} SeqNum {e(f.get('seq'))}</summary>",
-           "<table class=progress><thead><tr><th>world rank</th><th>timed out</th>"
-           "<th>SeqNum</th><th>last enqueued</th><th>last completed</th><th>last line</th>"
-           "<th></th></tr></thead><tbody>"]
-    for m, t in zip(members, times):
-        behind = not m.get("timed_out")
-        width = 100.0 if t is None or high == low else 5 + 95.0 * (t - low) / (high - low)
+
+    def reached(m: dict[str, Any]) -> int | None:
+        for key in ("seq", "last_enqueued", "last_completed"):
+            if m.get(key) is not None:
+                return int(m[key])
+        return None
+
+    top = max((reached(m) or 0 for m in members), default=0) or 1
+    states: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
+    for m in members:
+        state = (bool(m.get("timed_out")), m.get("seq"), m.get("last_enqueued"),
+                 m.get("last_completed"))
+        states.setdefault(state, []).append(m)
+    out = [(f"<details open><summary>group progress: {e(f.get('group'))} "
+            f"{e(f.get('op') or '')} SeqNum {e(f.get('seq'))}, {len(members)} members"
+            "</summary>"),
+           ("<table class=progress><thead><tr><th>members (world rank)</th><th>timed out</th>"
+            "<th>SeqNum</th><th>last enqueued</th><th>last completed</th><th>last line</th>"
+            "<th>SeqNum reached</th></tr></thead><tbody>")]
+    for (timed_out, seq, enqueued, completed), group in sorted(
+            states.items(), key=lambda kv: (kv[0][0], len(kv[1]))):
+        behind = not timed_out
+        value = reached(group[0])
+        width = 0.0 if value is None else 100.0 * value / top
         bar = (f'<div class="bar{" behind" if behind else ""}" style="width:{width:.1f}%">'
-               "</div>") if t is not None else ""
-        out.append(f'<tr class="{"behind" if behind else ""}"><td>{e(m.get("world_rank"))}</td>'
-                   f"<td>{'yes' if m.get('timed_out') else 'no'}</td>"
-                   f"<td>{e(m.get('seq') if m.get('seq') is not None else '-')}</td>"
-                   f"<td>{e(m.get('last_enqueued') if m.get('last_enqueued') is not None else '-')}"
-                   f"</td><td>{e(m.get('last_completed') if m.get('last_completed') is not None else '-')}"
-                   f"</td><td>{e(m.get('last_line_ts') or '-')}</td>"
-                   f'<td class=barcell>{bar}</td></tr>')
+               "</div>") if value is not None else "<span class=bad>none reported</span>"
+        ranks = _ranges(sorted(int(m["world_rank"]) for m in group
+                               if m.get("world_rank") is not None))
+        times = sorted(str(m.get("last_line_ts")) for m in group if m.get("last_line_ts"))
+        when = (times[0] if times and times[0] == times[-1] else
+                f"{times[0]} to {times[-1]}" if times else "-")
+
+        def dash(value: object) -> str:
+            return e(value if value is not None else "-")
+
+        out.append(f'<tr class="{"behind" if behind else ""}"><td>{e(ranks)} '
+                   f"<span class=dim>({len(group)})</span></td>"
+                   f"<td>{'yes' if timed_out else 'no'}</td><td>{dash(seq)}</td>"
+                   f"<td>{dash(enqueued)}</td><td>{dash(completed)}</td>"
+                   f"<td>{e(when)}</td><td class=barcell>{bar}</td></tr>")
     out.append("</tbody></table></details>")
     return "".join(out)
+
+
+def _ranges(values: list[int]) -> str:
+    """[0, 1, 2, 5, 7, 8] -> "0-2, 5, 7-8"."""
+    parts: list[str] = []
+    for value in values:
+        if parts and value == int(parts[-1].rsplit("-", 1)[-1]) + 1:
+            parts[-1] = f"{parts[-1].split('-')[0]}-{value}"
+        else:
+            parts.append(str(value))
+    return ", ".join(parts)
 
 
 def _row_attributes(row: Row, index: int) -> str:
@@ -234,10 +267,10 @@ def _lanes(d: Digest) -> str:
                f'<span class="key k-{k}">{e(k)}</span>' for k in KINDS) +
            '<span class="key first-error">first error</span></span>'
            '<span id="view-range" class="dim"></span></div>',
-           '<p class="dim">Each row: lines per time bin (darker: more; blank: silent), marks '
-           "for events. Wheel or +/- to zoom, drag to pan, hover for the line.</p>",
-           '<div id="axis-row"><span class="label"></span><canvas id="axis" height="22">'
-           "</canvas></div><div id=\"rows\">"]
+           ('<p class="dim">Each row: lines per time bin (darker: more; blank: silent), marks '
+           "for events. Wheel or +/- to zoom, drag to pan, hover for the line.</p>"),
+           ('<div id="axis-row"><span class="label"></span><canvas id="axis" height="22">'
+           "</canvas></div><div id=\"rows\">")]
     for i, row in enumerate(d.rows):
         out.append(f'<div class="lane st-{e(row.state)}" {_row_attributes(row, i)}>'
                    f'<span class="label" title="{e(_row_title(row))}">{e(row.label)}</span>'
@@ -317,8 +350,8 @@ def _window(d: Digest) -> tuple[int, int]:
         row = d.rows[i]
         if row.state in ("culprit", "crashed", "suspect") and row.last_us is not None:
             moments.append(row.last_us)
-    for row, start, stop in wait_spans(d):
-        if row in involved:
+    for waiter, start, stop in wait_spans(d):
+        if waiter in involved:
             moments += [start, stop]
     if d.first_error is not None:
         moments.append(d.first_error[0])
@@ -365,11 +398,11 @@ def _rle(values: list[int]) -> list[int]:
 
 def _marks(d: Digest) -> list[list[Any]]:
     """[row, t, kind, file:line, text, chars, n]: every cited line, the rest thinned evenly per
-    row and kind to stay within MARKS."""
+    row and kind to stay within MARKS (and the last of each row and kind)."""
     marks = d.marks
     if marks.height == 0:
         return []
-    per = max(8, MARKS // max(1, marks.select(pl.struct("row", "kind").n_unique()).item()))
+    per = max(1, MARKS // max(1, marks.select(pl.struct("row", "kind").n_unique()).item()))
     marks = marks.with_columns(pl.int_range(pl.len()).over("row", "kind").alias("_i"),
                                pl.len().over("row", "kind").alias("_n"))
     step = (pl.col("_n") / per).ceil().cast(pl.Int64).clip(1)
@@ -377,7 +410,7 @@ def _marks(d: Digest) -> list[list[Any]]:
                         | (pl.col("_i") == pl.col("_n") - 1))
     kinds = {k: i for i, k in enumerate(KINDS)}
     return [[int(row), int(t) - d.base_us, kinds[kind], f"{file}:{line}",
-             inert(text[:MARK_CHARS]), int(chars or 0), int(n)]
+             inert(text[:MARK_CHARS]), int(chars) if (chars or 0) > MARK_CHARS else 0, int(n)]
             for row, t, kind, file, line, text, chars, n in kept.select(
                 "row", "t", "kind", "file", "line", "text", "chars", "n").iter_rows()]
 
@@ -448,7 +481,7 @@ border-bottom:1px solid #eee;font-variant-numeric:tabular-nums}
 table.progress tr.behind td{background:#fde8e8;font-weight:600}
 td.barcell{width:220px}.bar{height:8px;background:var(--waiting);border-radius:2px}
 .bar.behind{background:var(--culprit)}
-.evidence{max-height:320px;overflow:auto;background:#fff;border:1px solid #eee;padding:4px}
+.evidence{max-height:200px;overflow:auto;background:#fff;border:1px solid #eee;padding:4px}
 .cite{font:12px/1.35 ui-monospace,Menlo,Consolas,monospace;white-space:pre-wrap;
 word-break:break-all}.cite .where{color:#555}
 code{font:12px ui-monospace,Menlo,Consolas,monospace}
@@ -675,7 +708,7 @@ _SCRIPT = r"""
       });
       var label = lanes[i].querySelector(".label").textContent;
       if (best) {
-        var more = best[5] > best[4].length ? "\n(" + best[5] + " characters, cut)" : "";
+        var more = best[5] ? "\n(" + best[5] + " characters, cut)" : "";
         var many = best[6] > 1 ? "\n(" + best[6] + " " + D.kinds[best[2]] +
           " lines in this bin; the first shown)" : "";
         showTip(ev, [label + "  " + D.kinds[best[2]] + "  " + fmt(best[1]), best[3],
