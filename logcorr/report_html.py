@@ -359,8 +359,10 @@ def _window(d: Digest) -> tuple[int, int]:
     if not moments:
         return d.base_us, d.end_us
     low, high = min(moments), max(moments)
-    pad = max((high - low) // 10, 2_000_000)
-    return max(d.base_us, low - pad), min(d.end_us, high + pad)
+    pad = max((high - low) // 20, 2_000_000)
+    span = d.end_us - d.base_us
+    # (the view may reach a little past the log's ends, so that marks there are not on the edge)
+    return max(d.base_us - span // 20, low - pad), min(d.end_us + span // 20, high + pad)
 
 
 def _bins(d: Digest, low: int, high: int) -> tuple[int, list[list[int]]]:
@@ -478,6 +480,7 @@ background:#555;color:#fff}
 .summary{font-weight:600;margin:4px 0}
 table{border-collapse:collapse;margin:4px 0}th,td{padding:1px 6px;text-align:left;
 border-bottom:1px solid #eee;font-variant-numeric:tabular-nums}
+table.procs td:first-child{white-space:nowrap}
 table.progress tr.behind td{background:#fde8e8;font-weight:600}
 td.barcell{width:220px}.bar{height:8px;background:var(--waiting);border-radius:2px}
 .bar.behind{background:var(--culprit)}
