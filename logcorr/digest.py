@@ -34,9 +34,12 @@ if TYPE_CHECKING:
 # The columns read from the timeline.
 COLUMNS = ("file", "line", "part", "ts", "source", "role", "host", "pid", *COORDINATES, "text")
 # What identifies a row while streaming (mapped to process rows at the end).
-GROUP_COLUMNS = ("role", "host", *COORDINATES)
+# (with a topology, replica and world rank say the rest; without one, the prefix's ranks do)
+GROUP_COLUMNS = ("role", "host", "replica", "world_rank", "dp_rank", "pp_rank", "attn_cp_rank",
+                 "moe_dp_rank", "tp_rank", "moe_ep_rank")
 MAX_CELLS = 1_500_000  # (row, bin) cells kept before the bin width doubles
 START_BIN_US = 1_000  # 1 ms
+CHUNK_ROWS = 200_000  # timeline rows worked on at once
 TEXT_CHARS = 2_000  # longer line texts are cut (the cut is said) in marks
 
 # Event kinds drawn as marks, most important first (a line gets the first kind it matches).
@@ -51,6 +54,8 @@ PYSPY_STEMS = ("Pyspy dump for PID", "py-spy dump")
 BATCH_STEMS = ("] Decode batch", "] Prefill batch")
 # lines the Perfetto trace turns into slices
 SLICE_STEMS = (*PHASE_STEMS, *NCCL_INIT_STEMS, "ran for ")
+ALL_STEMS = tuple(sorted({*WATCHDOG_STEMS, *ERROR_STEMS, *WARNING_STEMS, *NCCL_INIT_STEMS,
+                          *PHASE_STEMS, *PYSPY_STEMS, *BATCH_STEMS, *SLICE_STEMS}))
 ROLE_ORDER = {role: i for i, role in enumerate(("main", *[r for r in ROLES if r != "main"]))}
 
 
@@ -123,6 +128,10 @@ def digest(analysis: Analysis) -> Digest:
 
 
 class _Gather:
+    """The state of the pass. Each line's group (`gid`) is an integer: a scheduler of the
+    topology is replica x 2^20 + world rank (no hashing of text); any other distinct set of
+    GROUP_COLUMNS values gets the next number past 2^40."""
+
     def __init__(self, cited: set[tuple[str, int]]) -> None:
         self.bin_us = START_BIN_US
         self.carry: int | None = None
@@ -130,20 +139,67 @@ class _Gather:
                                    "line": [n for _, n in cited], "_cited": [True] * len(cited)},
                                   schema={"file": pl.String, "line": pl.UInt32,
                                           "_cited": pl.Boolean})
-        self.density: list[pl.DataFrame] = []
+        self.other_gids: dict[tuple[Any, ...], int] = {}
+        self.density: list[pl.DataFrame] = []  # gid, bin, n, first, last
         self.density_rows = 0
         self.marks: list[pl.DataFrame] = []
         self.marks_rows = 0
         self.metrics: list[pl.DataFrame] = []
         self.slices: list[pl.DataFrame] = []
         self.evidence: list[pl.DataFrame] = []
-        self.ends: list[pl.DataFrame] = []
+        self.ends: list[pl.DataFrame] = []  # gid, GROUP_COLUMNS, file, line, text
         self.untimed_head = 0
+        self.buffer: list[pl.DataFrame] = []
+        self.buffered = 0
         self.first_error: tuple[int, str, int, str] | None = None
         self.timed = 0
         self.lines = 0
 
     def add(self, batch: pl.DataFrame) -> None:
+        """Take a batch of the timeline (worked on in chunks of CHUNK_ROWS: the merge's batches
+        are small, and each step costs per call)."""
+        self.buffer.append(batch)
+        self.buffered += batch.height
+        if self.buffered >= CHUNK_ROWS:
+            self.flush()
+
+    def flush(self) -> None:
+        if not self.buffer:
+            return
+        batch = pl.concat(self.buffer) if len(self.buffer) > 1 else self.buffer[0]
+        self.buffer, self.buffered = [], 0
+        self._add(batch)
+
+    def _gids(self, frame: pl.DataFrame) -> pl.Series:
+        known = pl.col("replica").is_not_null() & pl.col("world_rank").is_not_null()
+        gid = frame.select(pl.when(known).then(pl.col("replica").cast(pl.Int64) * _KNOWN
+                                               + pl.col("world_rank").cast(pl.Int64))
+                           .alias("gid")).to_series()
+        rest = frame.with_row_index("_i").filter(~known)
+        if rest.height == 0:
+            return gid
+        keys = list(GROUP_COLUMNS)
+        distinct = rest.select(keys).unique(maintain_order=True)
+        ids = [self.other_gids.setdefault(values, _OTHER + len(self.other_gids))
+               for values in distinct.iter_rows()]
+        found = rest.select("_i", *keys).join(
+            distinct.with_columns(pl.Series("gid", ids, dtype=pl.Int64)), on=keys, how="left",
+            nulls_equal=True)
+        return gid.scatter(found.get_column("_i"), found.get_column("gid"))
+
+    def _cited(self, frame: pl.DataFrame) -> pl.Series:
+        """Whether each row is a line a finding cites (by line number first: cheap)."""
+        flags = pl.repeat(False, frame.height, eager=True)
+        if self.cited.height == 0:
+            return flags
+        maybe = frame.select("file", "line").with_row_index("_i").filter(
+            pl.col("line").is_in(self.cited.get_column("line").implode()))
+        if maybe.height == 0:
+            return flags
+        hits = maybe.join(self.cited, on=["file", "line"], how="semi").get_column("_i")
+        return flags.scatter(hits, True) if hits.len() else flags
+
+    def _add(self, batch: pl.DataFrame) -> None:
         self.lines += batch.height
         if batch.height == 0:
             return
@@ -160,16 +216,38 @@ class _Gather:
             return
         self.carry = int(t[-1])
         text = pl.col("text")
-        frame = batch.with_columns(t.alias("t"), batch.get_column("ts").is_not_null()
-                                   .alias("timed"))
-        if self.cited.height:
-            frame = frame.join(self.cited, on=["file", "line"], how="left",
-                               maintain_order="left").with_columns(pl.col("_cited").fill_null(False))
-            cited = frame.filter(pl.col("_cited"))
-            if cited.height:
-                self.evidence.append(cited.select("file", "line", "part", "text"))
-        else:
-            frame = frame.with_columns(pl.lit(False).alias("_cited"))
+        frame = batch.select("file", "line", "part", "text").with_columns(
+            self._gids(batch), t.alias("t"), batch.get_column("ts").is_not_null().alias("timed"))
+        bin_ = (pl.col("t") // self.bin_us * self.bin_us).alias("bin")
+        dens = frame.with_row_index("_i").group_by("gid", bin_).agg(
+            pl.len().alias("n"), pl.col("t").min().alias("first"),
+            pl.col("t").max().alias("last"), pl.col("_i").max())
+        self.density.append(dens.drop("_i"))
+        self.density_rows += dens.height
+        last = dens.group_by("gid").agg(pl.col("_i").max()).get_column("_i").sort()
+        self.ends.append(pl.concat([batch[last].select(GROUP_COLUMNS), frame[last].select(
+            "gid", "file", "line", text.str.slice(0, TEXT_CHARS))], how="horizontal"))
+        if self.density_rows > MAX_CELLS or self.marks_rows > 4 * MAX_CELLS:
+            self._compact()
+        # the few lines any mark, slice or counter needs: one literal scan over all the text
+        wanted = text.str.contains_any(list(ALL_STEMS))
+        frame = frame.with_columns(self._cited(frame).alias("_cited"))
+        cited = frame.filter(pl.col("_cited"))
+        if cited.height:
+            self.evidence.append(cited.select("file", "line", "part", "text"))
+        frame = frame.filter(wanted | pl.col("_cited"))
+        if frame.height == 0:
+            return
+        # batch statistics lines (most of a serving log's lines) are counters, not marks
+        batch_line = text.str.contains_any(list(BATCH_STEMS))
+        frame = frame.with_columns(batch_line.alias("_batch"))
+        batches = frame.filter(pl.col("_batch"))
+        if batches.height:
+            self.metrics.append(batches.select("gid", bin_, *_metric_exprs()).group_by(
+                "gid", "bin").agg(pl.col("running", "tokens", "usage").max()))
+        frame = frame.filter(~pl.col("_batch") | pl.col("_cited"))
+        if frame.height == 0:
+            return
         kind = (pl.when(pl.col("_cited")).then(pl.lit("evidence"))
                 .when(text.str.contains_any(list(WATCHDOG_STEMS))).then(pl.lit("watchdog"))
                 .when(text.str.contains_any(list(ERROR_STEMS))).then(pl.lit("error"))
@@ -178,18 +256,13 @@ class _Gather:
                 .when(text.str.contains_any(list(PHASE_STEMS))).then(pl.lit("phase"))
                 .when(text.str.contains_any(list(WARNING_STEMS))).then(pl.lit("warning")))
         frame = frame.with_columns(kind.alias("kind"))
-        bin_ = (pl.col("t") // self.bin_us * self.bin_us).alias("bin")
-        keys = list(GROUP_COLUMNS)
-        dens = frame.group_by(*keys, bin_).agg(pl.len().alias("n"))
-        self.density.append(dens)
-        self.density_rows += dens.height
         marked = frame.filter(pl.col("kind").is_not_null())
         if marked.height:
             cut = [pl.col("t", "file", "line"), pl.col("text").str.slice(0, TEXT_CHARS),
                    pl.col("text").str.len_chars().cast(pl.UInt32).alias("chars")]
             cited = marked.filter(pl.col("_cited")).select(
-                *keys, "kind", bin_, *cut, pl.lit(1, pl.UInt32).alias("n"))
-            marks = (marked.filter(~pl.col("_cited")).group_by(*keys, "kind", bin_,
+                "gid", "kind", bin_, *cut, pl.lit(1, pl.UInt32).alias("n"))
+            marks = (marked.filter(~pl.col("_cited")).group_by("gid", "kind", bin_,
                                                                maintain_order=True)
                      .agg(*(e.first() for e in cut), pl.len().alias("n")))
             self.marks.extend([cited, marks])
@@ -202,58 +275,47 @@ class _Gather:
                                         first["text"][:TEXT_CHARS])
         slices = frame.filter(text.str.contains_any(list(SLICE_STEMS)))
         if slices.height:
-            self.slices.append(slices.select(*keys, "t", "timed", "file", "line",
+            self.slices.append(slices.select("gid", "t", "timed", "file", "line",
                                              text.str.slice(0, TEXT_CHARS)))
-        batches = frame.filter(text.str.contains_any(list(BATCH_STEMS)))
-        if batches.height:
-            self.metrics.append(batches.select(*keys, bin_, *_metric_exprs()).group_by(
-                *keys, "bin").agg(pl.col("running", "tokens", "usage").max()))
-        self.ends.append(frame.group_by(*keys, maintain_order=True).agg(
-            pl.col("t").min().alias("first"), pl.col("t").max().alias("last"),
-            pl.col("file").last(), pl.col("line").last(),
-            pl.col("text").last().str.slice(0, TEXT_CHARS)))
-        if self.density_rows > MAX_CELLS or self.marks_rows > 4 * MAX_CELLS:
-            self._compact()
 
     def _compact(self) -> None:
-        """Fold the per-batch tables; widen the bins until they fit."""
-        keys = list(GROUP_COLUMNS)
-        density = pl.concat(self.density).group_by(*keys, "bin").agg(pl.col("n").sum())
+        """Fold the per-chunk tables; widen the bins until they fit."""
+        folded = (pl.col("n").sum(), pl.col("first").min(), pl.col("last").max())
+        density = pl.concat(self.density).group_by("gid", "bin").agg(*folded)
         while density.height > MAX_CELLS // 2:
             self.bin_us *= 2
             density = density.with_columns(pl.col("bin") // self.bin_us * self.bin_us).group_by(
-                *keys, "bin").agg(pl.col("n").sum())
+                "gid", "bin").agg(*folded)
         self.density, self.density_rows = [density], density.height
         if self.marks:
-            marks = _fold_marks(pl.concat(self.marks), keys, self.bin_us)
+            marks = _fold_marks(pl.concat(self.marks), self.bin_us)
             self.marks, self.marks_rows = [marks], marks.height
         if self.metrics:
-            self.metrics = [_fold_metrics(pl.concat(self.metrics), keys, self.bin_us)]
-        self.ends = [pl.concat(self.ends).group_by(*keys, maintain_order=True).agg(
-            pl.col("first").min(), pl.col("last").max(), pl.col("file", "line", "text").last())]
+            self.metrics = [_fold_metrics(pl.concat(self.metrics), self.bin_us)]
+        ends = pl.concat(self.ends)
+        self.ends = [ends.filter(pl.col("gid").is_last_distinct())]
 
     def finish(self, topology: Topology | None, findings: list[dict[str, Any]]) -> Digest:
-        keys = list(GROUP_COLUMNS)
+        self.flush()
         if self.density:
             self._compact()
-        ends = self.ends[0] if self.ends else None
-        groups = ends.select(keys) if ends is not None else pl.DataFrame(
-            schema={c: pl.Int32 for c in keys})
-        rows, index = _rows(topology, groups, findings)
-        mapping = pl.DataFrame({"_gid": list(range(len(index))), "row": index},
-                               schema={"_gid": pl.UInt32, "row": pl.UInt32})
-        group_ids = groups.with_columns(pl.int_range(pl.len(), dtype=pl.UInt32).alias("_gid")
-                                        ).join(mapping, on="_gid").drop("_gid")
+        ends = self.ends[0] if self.ends else pl.DataFrame(
+            schema={"gid": pl.Int64, **{c: pl.Int32 for c in GROUP_COLUMNS}, "file": pl.String,
+                    "line": pl.UInt32, "text": pl.String})
+        rows, index = _rows(topology, ends.select(GROUP_COLUMNS), findings)
+        group_ids = pl.DataFrame({"gid": ends.get_column("gid"), "row": index},
+                                 schema={"gid": pl.Int64, "row": pl.UInt32})
 
         def to_rows(frame: pl.DataFrame | None, empty: dict[str, Any]) -> pl.DataFrame:
             if frame is None or frame.height == 0:
                 return pl.DataFrame(schema={"row": pl.UInt32, **empty})
-            return frame.join(group_ids, on=keys, how="left", nulls_equal=True).drop(keys)
+            return frame.join(group_ids, on="gid", how="left").drop("gid")
 
         density = to_rows(self.density[0] if self.density else None,
-                          {"bin": pl.Int64, "n": pl.UInt32}).group_by("row", "bin").agg(
-            pl.col("n").sum()).sort("row", "bin")
-        marks = to_rows(_fold_marks(pl.concat(self.marks), keys, self.bin_us)
+                          {"bin": pl.Int64, "n": pl.UInt32, "first": pl.Int64,
+                           "last": pl.Int64}).group_by("row", "bin").agg(
+            pl.col("n").sum(), pl.col("first").min(), pl.col("last").max()).sort("row", "bin")
+        marks = to_rows(_fold_marks(pl.concat(self.marks), self.bin_us)
                         if self.marks else None,
                         {"kind": pl.String, "bin": pl.Int64, "t": pl.Int64, "file": pl.String,
                          "line": pl.UInt32, "text": pl.String, "chars": pl.UInt32,
@@ -265,16 +327,14 @@ class _Gather:
                           {"bin": pl.Int64, "running": pl.Int64, "tokens": pl.Int64,
                            "usage": pl.Float64}).group_by("row", "bin").agg(
             pl.col("running", "tokens", "usage").max()).sort("row", "bin")
-        if ends is not None:
-            per_row = to_rows(ends, {}).join(
-                density.group_by("row").agg(pl.col("n").sum().alias("lines")), on="row",
-                how="left").group_by("row", maintain_order=True).agg(
-                pl.col("first").min(), pl.col("last").max(), pl.col("file", "line", "text").last(),
-                pl.col("lines").first())
-            for row, first, last, file, line, text, lines in per_row.iter_rows():
-                rows[row].first_us, rows[row].last_us = int(first), int(last)
-                rows[row].last_line = (file, int(line), text)
-                rows[row].lines = int(lines or 0)
+        spans = density.group_by("row").agg(pl.col("n").sum(), pl.col("first").min(),
+                                            pl.col("last").max())
+        for row, lines, first, last in spans.iter_rows():
+            rows[row].lines, rows[row].first_us, rows[row].last_us = int(lines), first, last
+        lasts = to_rows(ends.select("gid", "file", "line", "text"), {}).group_by(
+            "row", maintain_order=True).agg(pl.col("file", "line", "text").last())
+        for row, file, line, text in lasts.iter_rows():
+            rows[row].last_line = (file, int(line), text)
         for row in rows:
             if row.role == "scheduler" and row.lines == 0 and row.state == "healthy":
                 row.state = "missing"
@@ -289,6 +349,10 @@ class _Gather:
                       metrics, evidence, findings, self.first_error, self.timed, self.lines)
 
 
+_KNOWN = 1 << 20
+_OTHER = 1 << 40
+
+
 def _metric_exprs() -> list[pl.Expr]:
     text = pl.col("text")
     return [text.str.extract(r"#running-req: (\d+)").cast(pl.Int64, strict=False).alias("running"),
@@ -297,20 +361,20 @@ def _metric_exprs() -> list[pl.Expr]:
             .alias("usage")]
 
 
-def _fold_marks(marks: pl.DataFrame, keys: list[str], bin_us: int) -> pl.DataFrame:
+def _fold_marks(marks: pl.DataFrame, bin_us: int) -> pl.DataFrame:
     """At most one mark per row, kind and bin (the first), with the count of its bin; marks
     of cited lines are all kept."""
     marks = marks.with_columns(pl.col("bin") // bin_us * bin_us)
     cited = marks.filter(pl.col("kind") == "evidence")
     other = (marks.filter(pl.col("kind") != "evidence").sort("t", maintain_order=True)
-             .group_by(*keys, "kind", "bin", maintain_order=True)
+             .group_by("gid", "kind", "bin", maintain_order=True)
              .agg(pl.col("t", "file", "line", "text", "chars").first(), pl.col("n").sum()))
     return pl.concat([cited, other.select(cited.columns)]) if cited.height else other
 
 
-def _fold_metrics(metrics: pl.DataFrame, keys: list[str], bin_us: int) -> pl.DataFrame:
+def _fold_metrics(metrics: pl.DataFrame, bin_us: int) -> pl.DataFrame:
     return (metrics.with_columns(pl.col("bin") // bin_us * bin_us)
-            .group_by(*keys, "bin").agg(pl.col("running", "tokens", "usage").max()))
+            .group_by("gid", "bin").agg(pl.col("running", "tokens", "usage").max()))
 
 
 # ------------------------------------------------------------------------------------ rows
