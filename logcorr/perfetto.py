@@ -14,7 +14,8 @@ topology order. Within a process, threads hold:
   `ran for N milliseconds` before it) to the timeout.
 
 A phase begun and never ended runs to the end of the logs, with `unfinished: true`. Batch
-statistics (running requests, tokens, token usage) are counters. Times are microseconds from the
+statistics (running requests, tokens, token usage) are counters: their maxima in at most
+COUNTER_SAMPLES bins per process. Times are microseconds from the
 earliest line (`otherData.start`, naive local time).
 """
 
@@ -37,6 +38,7 @@ _COMM = regex.compile(r"\bcomm (0x[0-9a-fA-F]+)(?: rank (\d+) nranks (\d+))?.*?"
 _RAN_FOR = regex.compile(r"ran for (\d+) milliseconds before timing out")
 _WORK = regex.compile(r"SeqNum=(\d+), OpType=(\w+)")
 NAME_CHARS = 80
+COUNTER_SAMPLES = 500  # counter values per process over the whole span
 
 
 def trace(digest: Digest) -> dict[str, Any]:
@@ -87,7 +89,7 @@ def _events(d: Digest) -> Iterator[dict[str, Any]]:
     for row, rows in d.slices.sort("row", "t", maintain_order=True).group_by(
             "row", maintain_order=True):
         body.extend(_slices(int(row[0]), rows, d.end_us, rel))
-    for row, bin_, running, tokens, usage in d.metrics.iter_rows():
+    for row, bin_, running, tokens, usage in _counters(d).iter_rows():
         values = {k: v for k, v in (("running requests", running), ("tokens", tokens),
                                     ("token usage", usage)) if v is not None}
         if values:
@@ -112,6 +114,14 @@ def _events(d: Digest) -> Iterator[dict[str, Any]]:
                    "args": {"sort_index": tid}}
     body.sort(key=lambda e: (e["ts"], e["pid"]))
     yield from body
+
+
+def _counters(d: Digest) -> pl.DataFrame:
+    """Batch statistics per row in at most COUNTER_SAMPLES bins of the whole span (maxima)."""
+    width = max(d.bin_us, -(-(d.end_us - d.base_us + 1) // COUNTER_SAMPLES))
+    return (d.metrics.with_columns((pl.col("bin") - d.base_us) // width * width + d.base_us)
+            .group_by("row", "bin").agg(pl.col("running", "tokens", "usage").max())
+            .sort("row", "bin"))
 
 
 def wait_spans(d: Digest) -> list[tuple[int, int, int]]:

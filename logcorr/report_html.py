@@ -319,10 +319,11 @@ def _grids(d: Digest, topology: Topology | None) -> str:
                         coords = {c: getattr(p, c) for c in ("node_rank", "gpu_id", "replica",
                                                              "world_rank", "tp_rank",
                                                              "dp_rank", "pp_rank",
-                                                             "attn_dp_rank", "attn_tp_rank",
-                                                             "moe_dp_rank", "moe_ep_rank")}
-                        tip = (coords_label(coords, topology) + " | " + STATE_TEXT[state] + " | "
-                               + ", ".join(f"{k} {v}" for k, v in coords.items() if v is not None))
+                                                             "attn_cp_rank", "moe_dp_rank",
+                                                             "moe_ep_rank")}
+                        tip = (f"{coords_label(coords, topology)} | {STATE_TEXT[state]} | "
+                               f"attn_dp {p.attn_dp_rank} attn_tp {p.attn_tp_rank} "
+                               f"moe_dp {p.moe_dp_rank} moe_ep {p.moe_ep_rank}")
                         out.append(f'<span class="cell st-{state}" data-world-rank='
                                    f'"{p.world_rank}" data-replica="{p.replica}" '
                                    f'title="{e(tip)}">{p.world_rank}</span>')
@@ -577,8 +578,9 @@ _SCRIPT = r"""
     }
     return levels[0];
   }
-  function size(c) {
-    var w = Math.max(10, c.clientWidth), h = c.clientHeight || 16;
+  var laneWidth = 0;  // every lane canvas has the same width: read once per draw (no reflows)
+  function size(c, width) {
+    var w = Math.max(10, width || c.clientWidth), h = c === axis ? 22 : 16;
     var r = window.devicePixelRatio || 1;
     if (c.width !== Math.round(w * r)) { c.width = Math.round(w * r); }
     if (c.height !== Math.round(h * r)) { c.height = Math.round(h * r); }
@@ -607,7 +609,7 @@ _SCRIPT = r"""
     range.textContent = " " + fmt(view[0]) + " to " + fmt(view[1]);
   }
   function drawRow(i) {
-    var s = size(canvases[i]), ctx = s.ctx;
+    var s = size(canvases[i], laneWidth), ctx = s.ctx;
     ctx.clearRect(0, 0, s.w, s.h);
     var lv = level(), counts = lv.rows[i] || [], max = Math.max(1, maxByRow[i]);
     var rgb = STATE_COLORS[D.states[i]] || STATE_COLORS.healthy;
@@ -639,9 +641,26 @@ _SCRIPT = r"""
     }
   }
   var pending = false;
+  // only the lanes on screen (and near it) are drawn; the others when they scroll into view
+  var observer = "IntersectionObserver" in window ? new IntersectionObserver(function (seen) {
+    seen.forEach(function (entry) {
+      var i = Number(entry.target.getAttribute("data-i"));
+      visible[i] = entry.isIntersecting;
+      if (visible[i]) {
+        if (!laneWidth) { laneWidth = canvases[0].clientWidth; }
+        drawRow(i);
+      }
+    });
+  }, {rootMargin: "400px 0px"}) : null;
+  var visible = canvases.map(function (c, i) {
+    c.setAttribute("data-i", String(i));
+    if (observer) { observer.observe(c); }
+    return !observer;
+  });
   function drawAll() {
+    laneWidth = canvases.length ? canvases[0].clientWidth : 0;
     drawAxis();
-    for (var i = 0; i < canvases.length; i++) { drawRow(i); }
+    for (var i = 0; i < canvases.length; i++) { if (visible[i]) { drawRow(i); } }
   }
   function draw() {
     if (pending) { return; }
@@ -745,5 +764,6 @@ _SCRIPT = r"""
   window.addEventListener("resize", draw);
   drawAll();
   document.documentElement.setAttribute("data-rendered", "1");
+  document.documentElement.setAttribute("data-render-ms", String(Math.round(performance.now())));
 }());
 """
