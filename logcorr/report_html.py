@@ -555,13 +555,13 @@ _SCRIPT = r"""
     });
   }
   var levels = [D.all, D.detail].map(function (level) {
-    return {t0: level.t0, width: level.width, rows: decode(level)};
+    var rows = decode(level);
+    return {t0: level.t0, width: level.width, rows: rows, max: rows.map(function (r) {
+      var m = 0; r.forEach(function (v) { if (v > m) { m = v; } }); return m;
+    })};
   });
   var marksByRow = lanes.map(function () { return []; });
   D.marks.forEach(function (m) { if (marksByRow[m[0]]) { marksByRow[m[0]].push(m); } });
-  var maxByRow = levels[0].rows.map(function (r) {
-    var m = 0; r.forEach(function (v) { if (v > m) { m = v; } }); return m;
-  });
 
   function fmt(t) {
     var d = new Date(startMs + t / 1000);
@@ -611,7 +611,7 @@ _SCRIPT = r"""
   function drawRow(i) {
     var s = size(canvases[i], laneWidth), ctx = s.ctx;
     ctx.clearRect(0, 0, s.w, s.h);
-    var lv = level(), counts = lv.rows[i] || [], max = Math.max(1, maxByRow[i]);
+    var lv = level(), counts = lv.rows[i] || [], max = Math.max(1, lv.max[i] || 0);
     var rgb = STATE_COLORS[D.states[i]] || STATE_COLORS.healthy;
     var lmax = Math.log(1 + max);
     var firstBin = Math.max(0, Math.floor((view[0] - lv.t0) / lv.width));
