@@ -641,10 +641,11 @@ _SCRIPT = r"""
     }
   }
   var pending = false;
-  // only the lanes on screen (and near it) are drawn; the others when they scroll into view
+  // only the lanes on screen (and near it) are drawn, now; the others when they scroll into
+  // view (the positions are all read before anything is drawn: one layout)
   var observer = "IntersectionObserver" in window ? new IntersectionObserver(function (seen) {
     seen.forEach(function (entry) {
-      var i = Number(entry.target.getAttribute("data-i"));
+      var i = Number(entry.target.parentNode.getAttribute("data-row"));
       visible[i] = entry.isIntersecting;
       if (visible[i]) {
         if (!laneWidth) { laneWidth = canvases[0].clientWidth; }
@@ -652,11 +653,11 @@ _SCRIPT = r"""
       }
     });
   }, {rootMargin: "400px 0px"}) : null;
-  var visible = canvases.map(function (c, i) {
-    c.setAttribute("data-i", String(i));
-    if (observer) { observer.observe(c); }
-    return !observer;
+  var visible = canvases.map(function (c) {
+    var r = c.getBoundingClientRect();
+    return !observer || (r.bottom > -400 && r.top < window.innerHeight + 400);
   });
+  if (observer) { canvases.forEach(function (c) { observer.observe(c); }); }
   function drawAll() {
     laneWidth = canvases.length ? canvases[0].clientWidth : 0;
     drawAxis();

@@ -136,7 +136,9 @@ def test_screenshot_not_blank(hang: Path, tmp_path: Path) -> None:
     assert stats["colors"] > 100  # text, bars, marks: not one flat colour
     assert stats["white"] < 0.9 * stats["width"] * stats["height"]
     assert stats["red"] > 500  # the culprit's row label, the ERROR badge
-    assert stats["orange"] > 300  # 31 rows' watchdog marks, 2 x 16 px each, on the canvases
+    # the watchdog marks the script drew on the lanes' canvases (about 370 px; the legend alone,
+    # with the lanes left blank, is about 60)
+    assert stats["orange"] > 200
 
 
 def pixel_stats(png: Path, tmp: Path) -> dict[str, int]:
