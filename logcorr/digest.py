@@ -149,6 +149,7 @@ class _Gather:
         self.evidence: list[pl.DataFrame] = []
         self.ends: list[pl.DataFrame] = []  # gid, GROUP_COLUMNS, file, line, text
         self.untimed_head = 0
+        self.untimed: list[pl.DataFrame] = []  # gid, n: lines before the first timed one
         self.buffer: list[pl.DataFrame] = []
         self.buffered = 0
         self.first_error: tuple[int, str, int, str] | None = None
@@ -213,6 +214,14 @@ class _Gather:
             t = t.fill_null(strategy="backward")
         if t.null_count() == t.len():  # nothing timed yet at all: counted, drawn nowhere
             self.untimed_head += batch.height
+            frame = batch.select("file", "line", "text").with_columns(self._gids(batch))
+            last = frame.with_row_index("_i").group_by("gid").agg(
+                pl.len().alias("n"), pl.col("_i").max())
+            self.untimed.append(last.select("gid", "n"))
+            rows = last.get_column("_i").sort()
+            self.ends.append(pl.concat([batch[rows].select(GROUP_COLUMNS), frame[rows].select(
+                "gid", "file", "line", pl.col("text").str.slice(0, TEXT_CHARS))],
+                how="horizontal"))
             return
         self.carry = int(t[-1])
         text = pl.col("text")
@@ -331,6 +340,10 @@ class _Gather:
                                             pl.col("last").max())
         for row, lines, first, last in spans.iter_rows():
             rows[row].lines, rows[row].first_us, rows[row].last_us = int(lines), first, last
+        if self.untimed:
+            for row, lines in to_rows(pl.concat(self.untimed), {"n": pl.UInt32}).group_by(
+                    "row").agg(pl.col("n").sum()).iter_rows():
+                rows[row].lines += int(lines)
         lasts = to_rows(ends.select("gid", "file", "line", "text"), {}).group_by(
             "row", maintain_order=True).agg(pl.col("file", "line", "text").last())
         for row, file, line, text in lasts.iter_rows():

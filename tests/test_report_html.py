@@ -295,3 +295,32 @@ def test_report_from_api(tmp_path: Path) -> None:
     assert len([a for a in lanes if a.get("data-role") == "scheduler"]) == 16
     assert [a.get("data-world-rank") for a in lanes if "data-culprit" in a] == ["9"]
     assert "Content-Security-Policy" in page and "default-src 'none'" in page
+
+
+def test_untimed_lines_are_counted() -> None:
+    """Lines of a set that prints no time at all (NCCL INFO only) are not drawn, but their
+    processes are not called missing: they are counted, with their last line."""
+    import polars as pl
+
+    from logcorr.config import LaunchConfig
+    from logcorr.digest import COLUMNS, _Gather
+    from logcorr.model import TIMELINE_SCHEMA
+    from logcorr.topology import build_topology
+
+    texts = [f"gpu-node-0:{100 + w}:{100 + w} [{w}] NCCL INFO comm 0x{w}a rank {w} nranks 2 "
+             "cudaDev 0 busId 1 commId 0x7 - Init START" for w in (0, 1)]
+    batch = pl.DataFrame({"file": ["node0.log"] * 2, "line": [1, 2], "part": [0, 0],
+                          "ts": [None, None], "source": ["nccl"] * 2, "role": ["scheduler"] * 2,
+                          "host": ["gpu-node-0"] * 2, "pid": [100, 101], "replica": [0, 0],
+                          "world_rank": [0, 1], "tp_rank": [0, 1], "text": texts},
+                         schema_overrides={c: TIMELINE_SCHEMA[c] for c in (
+                             "line", "part", "ts", "pid", "replica", "world_rank", "tp_rank")})
+    batch = batch.with_columns(pl.lit(None, TIMELINE_SCHEMA[c]).alias(c)
+                               for c in COLUMNS if c not in batch.columns).select(COLUMNS)
+    gather = _Gather(set())
+    gather.add(batch)
+    digest = gather.finish(build_topology(LaunchConfig(tp_size=2)), [])
+    schedulers = [r for r in digest.rows if r.role == "scheduler"]
+    assert [(r.lines, r.state) for r in schedulers] == [(1, "healthy"), (1, "healthy")]
+    assert schedulers[1].last_line == ("node0.log", 2, texts[1])
+    assert digest.density.height == 0 and digest.lines == 2
