@@ -215,10 +215,10 @@ class _Gather:
         if t.null_count() == t.len():  # nothing timed yet at all: counted, drawn nowhere
             self.untimed_head += batch.height
             frame = batch.select("file", "line", "text").with_columns(self._gids(batch))
-            last = frame.with_row_index("_i").group_by("gid").agg(
+            counted = frame.with_row_index("_i").group_by("gid").agg(
                 pl.len().alias("n"), pl.col("_i").max())
-            self.untimed.append(last.select("gid", "n"))
-            rows = last.get_column("_i").sort()
+            self.untimed.append(counted.select("gid", "n"))
+            rows = counted.get_column("_i").sort()
             self.ends.append(pl.concat([batch[rows].select(GROUP_COLUMNS), frame[rows].select(
                 "gid", "file", "line", pl.col("text").str.slice(0, TEXT_CHARS))],
                 how="horizontal"))
@@ -233,8 +233,8 @@ class _Gather:
             pl.col("t").max().alias("last"), pl.col("_i").max())
         self.density.append(dens.drop("_i"))
         self.density_rows += dens.height
-        last = dens.group_by("gid").agg(pl.col("_i").max()).get_column("_i").sort()
-        self.ends.append(pl.concat([batch[last].select(GROUP_COLUMNS), frame[last].select(
+        lasts = dens.group_by("gid").agg(pl.col("_i").max()).get_column("_i").sort()
+        self.ends.append(pl.concat([batch[lasts].select(GROUP_COLUMNS), frame[lasts].select(
             "gid", "file", "line", text.str.slice(0, TEXT_CHARS))], how="horizontal"))
         if self.density_rows > MAX_CELLS or self.marks_rows > 4 * MAX_CELLS:
             self._compact()
