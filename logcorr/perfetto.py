@@ -15,7 +15,7 @@ topology order. Within a process, threads hold:
 
 A phase begun and never ended runs to the end of the logs, with `unfinished: true`. Batch
 statistics (running requests, tokens, token usage) are counters: their maxima in at most
-COUNTER_SAMPLES bins per process. Times are microseconds from the
+COUNTER_SAMPLES bins per process (and COUNTER_EVENTS in all). Times are microseconds from the
 earliest line (`otherData.start`, naive local time).
 """
 
@@ -38,7 +38,8 @@ _COMM = regex.compile(r"\bcomm (0x[0-9a-fA-F]+)(?: rank (\d+) nranks (\d+))?.*?"
 _RAN_FOR = regex.compile(r"ran for (\d+) milliseconds before timing out")
 _WORK = regex.compile(r"SeqNum=(\d+), OpType=(\w+)")
 NAME_CHARS = 80
-COUNTER_SAMPLES = 500  # counter values per process over the whole span
+COUNTER_SAMPLES = 500  # counter values per process over the whole span, at most
+COUNTER_EVENTS = 100_000  # counter values in the whole trace, at most (20 per process at least)
 
 
 def trace(digest: Digest) -> dict[str, Any]:
@@ -117,8 +118,11 @@ def _events(d: Digest) -> Iterator[dict[str, Any]]:
 
 
 def _counters(d: Digest) -> pl.DataFrame:
-    """Batch statistics per row in at most COUNTER_SAMPLES bins of the whole span (maxima)."""
-    width = max(d.bin_us, -(-(d.end_us - d.base_us + 1) // COUNTER_SAMPLES))
+    """Batch statistics per row in at most COUNTER_SAMPLES bins of the whole span (maxima),
+    fewer when many processes print them (COUNTER_EVENTS in all)."""
+    printing = max(1, d.metrics.get_column("row").n_unique()) if d.metrics.height else 1
+    samples = max(20, min(COUNTER_SAMPLES, COUNTER_EVENTS // printing))
+    width = max(d.bin_us, -(-(d.end_us - d.base_us + 1) // samples))
     return (d.metrics.with_columns((pl.col("bin") - d.base_us) // width * width + d.base_us)
             .group_by("row", "bin").agg(pl.col("running", "tokens", "usage").max())
             .sort("row", "bin"))
