@@ -50,7 +50,7 @@ from logcorr.selector import parse_selector
 from logcorr.topology import build_topology, check_config, topology_to_json
 
 Handler = Callable[[argparse.Namespace], int]
-FORMATS = ("rich", "text", "jsonl", "csv", "parquet")
+FORMATS = ("rich", "text", "jsonl", "csv", "parquet", "perfetto")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -70,6 +70,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_analyze(commands)
     _add_check(commands)
     _add_fixture(commands)
+    _add_lnav_format(commands)
     return parser
 
 
@@ -137,7 +138,8 @@ def _add_analyze(commands: argparse._SubParsersAction) -> None:  # type: ignore[
     command.add_argument("paths", nargs="+", metavar="PATH", help="log files or directories")
     _add_config_options(command, required=False)
     command.add_argument("--format", choices=FORMATS, default=None, help=(
-        "rich (default on a terminal), text (default otherwise), jsonl, csv, parquet"))
+        "rich (default on a terminal), text (default otherwise), jsonl, csv, parquet, "
+        "perfetto (a trace for Perfetto UI / chrome://tracing)"))
     command.add_argument("-o", "--output", metavar="OUT", help="write to OUT instead of stdout")
     command.add_argument("--select", metavar="EXPR", help=(
         "only lines of these processes: tp=3, attn_dp=5, replica=1,world=0, "
@@ -152,6 +154,8 @@ def _add_analyze(commands: argparse._SubParsersAction) -> None:  # type: ignore[
         "write the findings and coverage as JSON to FILE"))
     command.add_argument("--exit-code", action="store_true", help=(
         "exit 1 when any finding has severity error"))
+    command.add_argument("--html", metavar="FILE", help=(
+        "also write a self-contained HTML report (findings, swimlanes, state grids) to FILE"))
     command.set_defaults(handler=_run_analyze)
 
 
@@ -164,13 +168,20 @@ def _run_analyze(args: argparse.Namespace) -> int:
                            clock_offsets=offsets, validate=not args.no_validate,
                            progress=progress)
     filtered = selector is not None or args.since is not None or args.until is not None
+    if fmt == "perfetto" and filtered:
+        raise InputError("--select, --since and --until do not apply to --format perfetto "
+                         "(the trace shows every process)")
     batches = select_rows(analysis, selector, args.since, args.until)
     if args.report:
         write_json(analysis.report(), args.report)
-    if fmt in MACHINE_FORMATS:
+    if args.html or fmt == "perfetto":
+        _write_pictures(analysis, args.html, args.output if fmt == "perfetto" else None,
+                        fmt == "perfetto")
+    if fmt in (*MACHINE_FORMATS, "perfetto"):
         for warning in analysis.warnings:  # the header that carries them is not printed
             sys.stderr.write(f"logcorr: warning: {inert(warning)}\n")
-        write_machine(batches, fmt, args.output)
+        if fmt != "perfetto":
+            write_machine(batches, fmt, args.output)
     else:
         with _text_stream(args.output) as stream:
             tty = stream is sys.stdout and sys.stdout.isatty()
@@ -179,6 +190,21 @@ def _run_analyze(args: argparse.Namespace) -> int:
             _print_timeline(console, analysis, batches if filtered else None, fmt, args.limit)
     failed = any(f.severity == "error" for f in analysis.findings)
     return 1 if args.exit_code and failed else 0
+
+
+def _write_pictures(analysis: Analysis, html_path: str | None, trace_path: str | None,
+                    trace: bool) -> None:
+    """The HTML report and / or the Perfetto trace, from one pass over the timeline."""
+    from logcorr.digest import digest
+    from logcorr.perfetto import write_trace
+    from logcorr.report_html import write_html
+
+    gathered = digest(analysis)
+    if html_path:
+        write_html(analysis, gathered, html_path)
+    if trace:
+        with _text_stream(trace_path) as stream:
+            write_trace(gathered, stream)
 
 
 @contextlib.contextmanager
@@ -247,6 +273,34 @@ def _add_fixture(commands: argparse._SubParsersAction) -> None:  # type: ignore[
     new.add_argument("--config", metavar="ARGS", help="launch args (optional with server_args)")
     new.add_argument("-o", "--output", required=True, metavar="DIR", help="new fixture folder")
     new.set_defaults(handler=_run_fixture_new)
+
+
+def _add_lnav_format(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    command = commands.add_parser(
+        "lnav-format", help="print or install the lnav format for the jsonl timeline",
+        description="Print the lnav log format for `analyze --format jsonl` output, or install "
+        "it where lnav reads formats (then `lnav timeline.jsonl` and its SQL table "
+        "logcorr_jsonl: SELECT ... WHERE tp_rank = 3).")
+    command.add_argument("--install", action="store_true", help=(
+        "write it to lnav's formats/installed/ folder (~/.lnav or ~/.config/lnav)"))
+    command.add_argument("--dir", metavar="DIR", help="with --install: write it to DIR instead")
+    command.set_defaults(handler=_run_lnav_format)
+
+
+def _run_lnav_format(args: argparse.Namespace) -> int:
+    from logcorr.lnav_format import install, lnav_format_text
+
+    if args.dir and not args.install:
+        raise InputError("--dir goes with --install")
+    if not args.install:
+        sys.stdout.write(lnav_format_text())
+        return 0
+    try:
+        path = install(args.dir)
+    except OSError as error:
+        raise InputError(f"cannot install the lnav format: {error}") from None
+    sys.stdout.write(f"installed {path}; open a timeline with `lnav timeline.jsonl`\n")
+    return 0
 
 
 def _run_check(args: argparse.Namespace) -> int:
