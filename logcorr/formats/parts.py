@@ -13,6 +13,10 @@ an NCCL line of the same chunk starts with it; when such a host ends the run (`g
 starts there; otherwise the part keeps its pid, thread and device but `_host_unknown` marks its
 host as not to be trusted. A part that is only a `host:pid:tid` before such a header is marked
 `_frag` (an NCCL line's start whose message was cut off).
+
+A line is cut into at most MAX_PARTS parts: the text after the last cut stays one part, marked
+`capped` (counted and reported), so a line of a million glued records costs a small multiple
+of its own size.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ SPLIT = rf"(?:\[{SGL_STAMP}\] )?{NCCL_HEADER}|{SGL_HEADER}"
 _TORCH_SPLIT = r"([^:\]])((?:\[rank\d+\]:)+\[[IWEF]\d{3,4} \d\d:\d\d:\d\d)"
 _TORCH_RANKS = r"^(?:\[rank(\d+)\]:)+"
 HINTS = ["[20", " NCCL "]
+MAX_PARTS = 4096
 _NCCL_AT_START = rf"^(?:\[{SGL_STAMP}\] )?{NCCL_HEADER}"
 _NCCL_BARE_START = rf"^{NCCL_HEADER}"
 FRAGMENT = rf"^{NCCL_HOST}:\d+:\d+$"  # an NCCL header's `host:pid:tid` alone
@@ -68,8 +73,9 @@ def split(df: pl.DataFrame, hosts: pl.Series | None = None) -> pl.DataFrame:
         multi.with_columns(_pieces=marked.str.split(SENTINEL))
         .explode("_pieces")
         .filter(pl.col("_pieces") != "")
-        .with_columns(part=pl.int_range(pl.len(), dtype=pl.UInt16).over("_row"))
+        .with_columns(part=pl.int_range(pl.len(), dtype=pl.UInt32).over("_row"))
     )
+    multi = _cap(multi)
     later = pl.col("part") > 0
     # a later part is its own writer's line: its torch rank is its own `[rankN]:` (peeled
     # here as `wrappers.peel` did for the line's start) or none, never the line's
@@ -86,6 +92,20 @@ def split(df: pl.DataFrame, hosts: pl.Series | None = None) -> pl.DataFrame:
         .otherwise(current.cast(pl.Int32)),
     ).drop("_pieces")
     return pl.concat([single, _glued_hosts(multi, hosts)], how="diagonal_relaxed")
+
+
+def _cap(multi: pl.DataFrame) -> pl.DataFrame:
+    """Pieces past MAX_PARTS - 1 of a line joined into its last part (`capped`)."""
+    last = MAX_PARTS - 1
+    over = multi.get_column("part") >= last
+    if not over.any():
+        return multi.with_columns(pl.col("part").cast(pl.UInt16), capped=pl.lit(False))
+    tail = (multi.filter(over).group_by("_row", maintain_order=True)
+            .agg(pl.all().exclude("_pieces").first(), pl.col("_pieces").str.join(""),
+                 (pl.len() > 1).alias("capped")))
+    return (pl.concat([multi.filter(~over).with_columns(capped=pl.lit(False)),
+                       tail.select(*multi.columns, "capped")])
+            .sort("_row", "part").with_columns(pl.col("part").cast(pl.UInt16)))
 
 
 def _glued_hosts(multi: pl.DataFrame, hosts: pl.Series | None) -> pl.DataFrame:
