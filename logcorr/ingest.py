@@ -229,12 +229,12 @@ def not_text(head: bytes) -> str | None:
     """The format the first bytes of a file name when it is not text, else None."""
     for magic, name in MAGIC:
         if head.startswith(magic):
-            return f"{name} (first bytes {head[:len(magic)]!r})"
+            return f"binary file: {name} (first bytes {head[:len(magic)]!r})"
     # safetensors: a little-endian header length, then the JSON header
     if len(head) >= 10 and head[8:10] == b'{"' and 0 < int.from_bytes(head[:8], "little") < 1 << 32:
-        return "safetensors file (a JSON header behind its length)"
+        return "binary file: safetensors (a JSON header behind its length)"
     if len(head) > 262 and head[257:262] == b"ustar":
-        return "tar archive"
+        return "binary file: tar archive"
     return None
 
 
