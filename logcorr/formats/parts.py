@@ -69,13 +69,17 @@ def split(df: pl.DataFrame, hosts: pl.Series | None = None) -> pl.DataFrame:
     hosts = starts if hosts is None else pl.concat([hosts, starts])
     marked = body.str.replace_all(SPLIT, SENTINEL + "${0}").str.replace_all(
         _TORCH_SPLIT, "${1}" + SENTINEL + "${2}")
+    # (as lists, so that a line of a million pieces is capped before it becomes rows)
+    pieces = marked.str.split(SENTINEL).list.eval(pl.element().filter(pl.element() != ""))
+    many = pieces.list.len() > MAX_PARTS
     multi = (
-        multi.with_columns(_pieces=marked.str.split(SENTINEL))
+        multi.with_columns(_pieces=pl.when(many).then(pl.concat_list(
+            pieces.list.head(MAX_PARTS - 1), pieces.list.slice(MAX_PARTS - 1).list.join("")))
+            .otherwise(pieces), capped=many)
         .explode("_pieces")
-        .filter(pl.col("_pieces") != "")
-        .with_columns(part=pl.int_range(pl.len(), dtype=pl.UInt32).over("_row"))
+        .with_columns(part=pl.int_range(pl.len(), dtype=pl.UInt16).over("_row"))
+        .with_columns(capped=pl.col("capped") & (pl.col("part") == MAX_PARTS - 1))
     )
-    multi = _cap(multi)
     later = pl.col("part") > 0
     # a later part is its own writer's line: its torch rank is its own `[rankN]:` (peeled
     # here as `wrappers.peel` did for the line's start) or none, never the line's
@@ -92,20 +96,6 @@ def split(df: pl.DataFrame, hosts: pl.Series | None = None) -> pl.DataFrame:
         .otherwise(current.cast(pl.Int32)),
     ).drop("_pieces")
     return pl.concat([single, _glued_hosts(multi, hosts)], how="diagonal_relaxed")
-
-
-def _cap(multi: pl.DataFrame) -> pl.DataFrame:
-    """Pieces past MAX_PARTS - 1 of a line joined into its last part (`capped`)."""
-    last = MAX_PARTS - 1
-    over = multi.get_column("part") >= last
-    if not over.any():
-        return multi.with_columns(pl.col("part").cast(pl.UInt16), capped=pl.lit(False))
-    tail = (multi.filter(over).group_by("_row", maintain_order=True)
-            .agg(pl.all().exclude("_pieces").first(), pl.col("_pieces").str.join(""),
-                 (pl.len() > 1).alias("capped")))
-    return (pl.concat([multi.filter(~over).with_columns(capped=pl.lit(False)),
-                       tail.select(*multi.columns, "capped")])
-            .sort("_row", "part").with_columns(pl.col("part").cast(pl.UInt16)))
 
 
 def _glued_hosts(multi: pl.DataFrame, hosts: pl.Series | None) -> pl.DataFrame:
