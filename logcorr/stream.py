@@ -27,6 +27,7 @@ from pathlib import Path
 
 import polars as pl
 
+from logcorr import cleanup
 from logcorr.errors import InputError
 from logcorr.ingest import Source, iter_line_chunks
 
@@ -64,7 +65,8 @@ class Workspace:
     def __init__(self) -> None:
         root = tempfile.gettempdir()
         self.path = Path(root) / f"logcorr-{secrets.token_hex(8)}"
-        self._remove = weakref.finalize(self, shutil.rmtree, str(self.path), True)
+        self._remove = weakref.finalize(self, _remove_folder, str(self.path))
+        cleanup.register(str(self.path))
         try:
             self.path.mkdir(mode=0o700)
         except OSError as error:
@@ -72,6 +74,8 @@ class Workspace:
         self._numbers = itertools.count(1)  # next() is atomic: writers may be threads
 
     def write(self, frame: pl.DataFrame, stem: str) -> Path:
+        if cleanup.closing():  # the run is being ended: no file after the folder's removal
+            raise KeyboardInterrupt
         path = self.path / f"{stem}-{next(self._numbers):06d}.arrow"
         try:
             frame.write_ipc(path, compression="lz4")
@@ -81,6 +85,11 @@ class Workspace:
 
     def close(self) -> None:
         self._remove()
+
+
+def _remove_folder(path: str) -> None:
+    shutil.rmtree(path, True)
+    cleanup.unregister(path)
 
 
 def _no_room(folder: str, error: OSError) -> InputError:
