@@ -76,6 +76,9 @@ def split(df: pl.DataFrame, hosts: pl.Series | None = None) -> pl.DataFrame:
         multi.with_columns(_pieces=pl.when(many).then(pl.concat_list(
             pieces.list.head(MAX_PARTS - 1), pieces.list.slice(MAX_PARTS - 1).list.join("")))
             .otherwise(pieces), capped=many)
+        # (the line's own text and body go before the explode: each part would carry them,
+        # a copy of the whole line per part)
+        .drop("text", "body")
         .explode("_pieces")
         .with_columns(part=pl.int_range(pl.len(), dtype=pl.UInt16).over("_row"))
         .with_columns(capped=pl.col("capped") & (pl.col("part") == MAX_PARTS - 1))
