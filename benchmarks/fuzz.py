@@ -192,7 +192,7 @@ def text_glued(rng: random.Random) -> bytes:
     wrap = rng.choice((b"", *WRAPPERS))
     glued = wrap + b"".join(_real(rng, rng.choice((100, 1000, 3000, 6000))))
     around = b"\n".join(_real(rng, rng.randrange(0, 4)))
-    return around + b"\n" + glued + rng.choice((b"\n", b"", b"\r\n"))
+    return around + b"\n" + glued + rng.choice((b"\n", b"", b"\r\n", b"\r"))
 
 
 def text_nul(rng: random.Random) -> bytes:
@@ -283,8 +283,9 @@ def _peak_mb() -> float:
     return 0.0
 
 
-def check_case(args: tuple[int, int, str, float]) -> tuple[float, list[str]]:
-    """Generate one hostile case, run the CLI on it; (peak RSS in MB, failures)."""
+def check_case(args: tuple[int, int, str, float]) -> tuple[float, list[str], int]:
+    """Generate one hostile case, run the CLI on it; (peak RSS in MB, failures, lines
+    compared)."""
     seed, number, keep, rss_mb = args
     rng = random.Random(seed * 1_000_003 + number)
     folder = Path(tempfile.mkdtemp(prefix="logcorr-hostile-"))
@@ -298,18 +299,20 @@ def check_case(args: tuple[int, int, str, float]) -> tuple[float, list[str]]:
             code, _, err = run_cli(["analyze", str(logs), "--format", "jsonl", "-o", str(out)])
         except BaseException:  # noqa: BLE001 - a raise out of main is the failure looked for
             return _peak_mb(), [_keep_case(logs, keep, seed, number,
-                                           f"case {number}: " + traceback.format_exc())]
+                                           f"case {number}: " + traceback.format_exc())], 0
         peak = _peak_mb()
-        failures = []
+        failures: list[str] = []
+        compared = 0
         if code != 0 or "Traceback" in err:
             failures.append(f"case {number}: exit {code}: {err[-300:]}")
         elif peak > rss_mb:
             failures.append(f"case {number}: peak RSS {peak:.0f} MB over {rss_mb:.0f} MB")
         else:
-            failures += _compare_case(files, out, err)
+            found, compared = _compare_case(files, out, err)
+            failures += found
         if failures:
             _keep_case(logs, keep, seed, number, "\n".join(failures))
-        return peak, [f"{f} (seed {seed})" for f in failures]
+        return peak, [f"{f} (seed {seed})" for f in failures], compared
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 
@@ -321,7 +324,8 @@ def _keep_case(logs: Path, keep: str, seed: int, number: int, description: str) 
     return description
 
 
-def _compare_case(files: dict[bytes, tuple[str, object]], out: Path, err: str) -> list[str]:
+def _compare_case(files: dict[bytes, tuple[str, object]], out: Path, err: str
+                  ) -> tuple[list[str], int]:
     got: dict[str, dict[int, str]] = {}
     for raw in out.read_text(encoding="utf-8").splitlines():
         record = json.loads(raw)
@@ -335,12 +339,14 @@ def _compare_case(files: dict[bytes, tuple[str, object]], out: Path, err: str) -
         read_as[target] = first  # type: ignore[index]
         read_as[link] = first
     failures = []
+    compared = 0
     for name, (kind, expected) in files.items():
         if kind == "link":
             continue
         display = shown(os.fsdecode(read_as.get(name, name)))
         lines = got.get(display, {})
         texts = [lines[n] for n in sorted(lines)]
+        compared += len(texts) if isinstance(expected, list) else 0
         if sorted(lines) != list(range(1, len(lines) + 1)):
             failures.append(f"{display!r}: line numbers not 1..n")
         elif kind in ("text", "gzip") and expected is not None and texts != expected:
@@ -350,22 +356,23 @@ def _compare_case(files: dict[bytes, tuple[str, object]], out: Path, err: str) -
             failures.append(f"{display!r}: a damaged gzip lost without a warning")
         elif kind == "skip" and (texts or "skipped: binary file" not in warned):
             failures.append(f"{display!r}: a binary file read or not warned about")
-    return failures
+    return failures, compared
 
 
 def hostile(args: argparse.Namespace) -> int:
     jobs = [(args.seed, number, args.keep, args.rss_mb) for number in range(args.cases)]
-    began, peaks, failures = time.monotonic(), [], []
+    began, peaks, failures, lines = time.monotonic(), [], [], 0
     with ProcessPoolExecutor(args.jobs) as pool:
-        for peak, found in pool.map(check_case, jobs, chunksize=4):
+        for peak, found, compared in pool.map(check_case, jobs, chunksize=4):
             peaks.append(peak)
             failures += found
+            lines += compared
     for failure in failures[:20]:
         print(failure, file=sys.stderr)
     peaks.sort()
     quantile = (lambda q: peaks[min(len(peaks) - 1, int(q * len(peaks)))]) if peaks else (
         lambda q: 0.0)
-    print(f"fuzz --hostile: {len(jobs)} cases, {len(failures)} failures, "
+    print(f"fuzz --hostile: {len(jobs)} cases ({lines} lines compared), {len(failures)} failures, "
           f"{time.monotonic() - began:.0f} s (seed {args.seed}); peak RSS per case MB: "
           f"median {quantile(0.5):.0f}, p90 {quantile(0.9):.0f}, p99 {quantile(0.99):.0f}, "
           f"max {quantile(1.0):.0f} (bound {args.rss_mb:.0f})")
