@@ -358,7 +358,7 @@ def _unwind(signum: int, frame: FrameType | None, error: type[BaseException]) ->
 # the run this long to unwind by itself, then removes the spill folder and any temporary
 # output file and ends the process.
 GRACE_SECONDS = 1.0
-_EXIT_CODES = {signal.SIGINT: 130, signal.SIGTERM: 143}
+_EXIT_CODES: dict[int, int] = {signal.SIGINT.value: 130, signal.SIGTERM.value: 143}
 _said = threading.Event()  # the main thread has reported the interrupt itself
 
 
