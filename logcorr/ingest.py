@@ -41,6 +41,9 @@ _SALVAGE_STEP = 4096  # a damaged gzip piece is decoded again in steps of this, 
 _GZIP_MAGIC = b"\x1f\x8b"
 _FIELD_SEP = b"\x1f"  # never in a block read by the CSV path
 _BOM = b"\xef\xbb\xbf"  # the CSV reader would drop it; the text keeps it
+# First bytes the CSV reader takes for a zlib or zstd stream and tries to decompress (`x^` is
+# plain text): such blocks are split in Python.
+_SNIFFED = (b"\x78\x01", b"\x78\x5e", b"\x78\x9c", b"\x78\xda", b"\x28\xb5\x2f\xfd")
 
 # First bytes of formats that are not text (a file is skipped for its content only). A gzip
 # stream is decoded and its content judged the same way.
@@ -406,11 +409,12 @@ def _lines_frame(block: bytes, file_id: int, first_line: int) -> pl.DataFrame:
 def _split_lines(block: bytes) -> pl.Series:
     """Decode (lossy UTF-8) and split on `\\n`, removing one `\\r` before each `\\n`.
 
-    Blocks without `\\r`, the unit separator or a leading BOM go through polars'
-    multi-threaded CSV reader (one column, no quoting); the others through one `str.split`
-    on the decoded text.
+    Blocks without `\\r`, the unit separator, a leading BOM or leading bytes the reader takes
+    for compression go through polars' multi-threaded CSV reader (one column, no quoting);
+    the others through one `str.split` on the decoded text.
     """
-    if _FIELD_SEP not in block and b"\r" not in block and not block.startswith(_BOM):
+    if (_FIELD_SEP not in block and b"\r" not in block and not block.startswith(_BOM)
+            and not block.startswith(_SNIFFED)):
         frame = pl.read_csv(
             io.BytesIO(block),
             has_header=False,

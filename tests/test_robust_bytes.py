@@ -206,6 +206,17 @@ class TestContent:
         assert [(s["file"], s["size"]) for s in skipped] == [("core.99", 1000), ("model.pt", 100)]
         assert "ELF" in skipped[0]["reason"] and "zip" in skipped[1]["reason"]
 
+    def test_text_that_starts_like_a_zlib_stream(self, tmp_path: Path) -> None:
+        """`x^` (or `x` and a byte that is not UTF-8) at the start of a file or a chunk is
+        text: polars' CSV reader would take it for zlib and fail the run."""
+        (tmp_path / "a.log").write_bytes(b"x^ marks the spot\nnext\n")
+        (tmp_path / "b.log").write_bytes(b"x\xda\x85 raw\n")
+        (tmp_path / "c.log").write_bytes(b"(\xb5/\xfd a zstd frame\n")
+        analysis = analyze([tmp_path])
+        assert _lines(analysis, "a.log") == ["x^ marks the spot", "next"]
+        assert _lines(analysis, "b.log") == ["x\u0685 raw"]
+        assert [(s.display, "zstd" in s.reason) for s in analysis.skipped] == [("c.log", True)]
+
     def test_lone_final_carriage_return_is_kept(self, tmp_path: Path) -> None:
         (tmp_path / "a.log").write_bytes(b"one\r\ntwo\r")
         (tmp_path / "b.log").write_bytes(b"one\r")
