@@ -268,8 +268,9 @@ def _raw_pieces(path: Path, size: int) -> Iterator[bytes]:
 
 
 def _gunzip(handle: BinaryIO, size: int) -> Iterator[bytes]:
-    """Decompress all gzip members; raises `GzipCorrupt` after yielding everything that
-    decoded before the damage (a piece that fails is decoded again in small steps)."""
+    """Decompress all gzip members in pieces of at most `size` bytes (a gzip of NULs holds a
+    thousand times its size); raises `GzipCorrupt` after yielding everything that decoded
+    before the damage (a piece that fails is decoded again in small steps)."""
     total = os.fstat(handle.fileno()).st_size
     inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
     fed = False  # the current member has received input
@@ -278,14 +279,19 @@ def _gunzip(handle: BinaryIO, size: int) -> Iterator[bytes]:
             fed = True
             before = inflater.copy()
             try:
-                piece = inflater.decompress(compressed)
+                piece = inflater.decompress(compressed, size)
+                while piece:
+                    yield piece
+                    if inflater.eof or (inflater.unconsumed_tail == b"" and len(piece) < size):
+                        break
+                    before = inflater.copy()
+                    compressed = inflater.unconsumed_tail
+                    piece = inflater.decompress(compressed, size)
             except zlib.error as exc:
                 good, used = _salvage(before, compressed)
                 unread = len(compressed) - used + total - handle.tell()
                 raise GzipCorrupt(f"{exc}; {unread} compressed byte(s) unreadable",
                                   good) from None
-            if piece:
-                yield piece
             if not inflater.eof:
                 break
             compressed, fed = inflater.unused_data, False
