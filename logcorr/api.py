@@ -142,7 +142,6 @@ class Tally:
             self.progress.append(frame.filter(batches).group_by("proc").agg(
                 pl.col("ts_full").max()))
 
-
     def _count_notes(self, frame: pl.DataFrame) -> None:
         for value, n in frame.group_by("ts_note").len().iter_rows():
             if value is not None:
