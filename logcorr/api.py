@@ -39,7 +39,8 @@ from logcorr.diagnose import (
 )
 from logcorr.errors import ConfigError
 from logcorr.formats import parse
-from logcorr.ingest import Source, discover, empty_lines
+from logcorr.formats.parts import MAX_PARTS
+from logcorr.ingest import Skipped, Source, discover, empty_lines
 from logcorr.model import COORDINATES, TIMELINE_SCHEMA
 from logcorr.output import time_condition
 from logcorr.resolve import (
@@ -89,7 +90,8 @@ DETAIL_COLUMNS = ("file_id", "proc", "record", "why")
 # Columns a chunk carries until its events and counts are taken.
 _CHUNK_COLUMNS = (*DETAIL_COLUMNS, "msg", "ts_full", "torch_rank", "pg_desc", "pg_rank", "seq", "op",
                   "last_enqueued", "last_completed", "comm", "comm_id", "comm_rank",
-                  "comm_nranks", "nccl_phase", "starts_record")
+                  "comm_nranks", "nccl_phase", "starts_record",
+                  "ts_note", "capped")  # (counted: see Tally.notes)
 STAGES = ("reading", "parsing", "attributing", "diagnosing", "done")
 WORKERS = 2  # chunks parsed at once
 CONTEXT_LINES = 2  # lines of the previous chunk a chunk's parse may look back at
@@ -110,6 +112,8 @@ class Tally:
     last: list[pl.DataFrame] = field(default_factory=list)
     events: list[pl.DataFrame] = field(default_factory=list)
     progress: list[pl.DataFrame] = field(default_factory=list)  # proc, ts_full of batch lines
+    # lines whose stamp gave no time, by reason; lines cut short at `parts.MAX_PARTS` parts
+    notes: dict[str, int] = field(default_factory=dict)
 
     def add(self, frame: pl.DataFrame, files_with_nodes: list[int]) -> None:
         """Count one sorted chunk of the run frame."""
@@ -118,6 +122,7 @@ class Tally:
             for value, n in frame.group_by(column).len().iter_rows():
                 if value is not None:
                     counts[value] = counts.get(value, 0) + n
+        self._count_notes(frame)
         needed = {"proc", "file_id", "line", "host", "pid", "ts_full", *COORDINATES,
                   *SORT_COLUMNS}
         known = frame.select(c for c in frame.columns if c in needed).filter(
@@ -138,6 +143,15 @@ class Tally:
             self.progress.append(frame.filter(batches).group_by("proc").agg(
                 pl.col("ts_full").max()))
 
+    def _count_notes(self, frame: pl.DataFrame) -> None:
+        for value, n in frame.group_by("ts_note").len().iter_rows():
+            if value is not None:
+                self.notes[value] = self.notes.get(value, 0) + n
+        capped = int(frame.get_column("capped").fill_null(False).sum())
+        if capped:
+            key = f"lines cut at {MAX_PARTS} parts"
+            self.notes[key] = self.notes.get(key, 0) + capped
+
 
 @dataclass
 class Analysis:
@@ -154,6 +168,7 @@ class Analysis:
     contradictions: list[dict[str, object]] = field(default_factory=list)
     host_nodes: dict[str, int] = field(default_factory=dict)
     findings: list[Finding] = field(default_factory=list)
+    skipped: list[Skipped] = field(default_factory=list)  # files not read, with size and why
     _whole: dict[str, pl.DataFrame] = field(default_factory=dict)
 
     def batches(self, columns: Sequence[str] | None = None) -> Iterator[pl.DataFrame]:
@@ -196,11 +211,13 @@ class Analysis:
             self._whole["detail"] = _concat(self.batches(columns), pl.DataFrame())
         return self._whole["detail"]
 
-    def coverage(self) -> dict[str, int]:
+    def coverage(self) -> dict[str, object]:
         expected = len(self.topology.processes) if self.topology is not None else 0
         return {"expected_processes": expected, "processes_seen": len(self.tally.procs),
                 "files": len(self.sources), "lines": self.tally.lines,
-                "lines_attributed": sum(self.tally.evidence.values())}
+                "lines_attributed": sum(self.tally.evidence.values()),
+                "files_skipped": [s.to_json() for s in self.skipped],
+                "line_notes": dict(sorted(self.tally.notes.items()))}
 
     def report(self) -> dict[str, object]:
         """The `--report` document: findings and coverage."""
@@ -260,7 +277,8 @@ def analyze(
     """
     report = progress or (lambda stage, done, total: None)
     report("reading", 0, 1)
-    sources, warnings = discover(paths)
+    skipped: list[Skipped] = []
+    sources, warnings = discover(paths, skipped)
     workspace = Workspace(memory_budget)
     try:
         total = sum(_size(s) for s in sources)
@@ -287,7 +305,7 @@ def analyze(
         raise
     report("done", 1, 1)
     return Analysis(runs, tally, topology, topology_source, sources, workspace, warnings,
-                    contradictions, attribution.host_nodes, findings)
+                    contradictions, attribution.host_nodes, findings, skipped=skipped)
 
 
 def _stack(frames: list[pl.DataFrame]) -> pl.DataFrame:

@@ -14,6 +14,7 @@ import os
 import signal
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from types import FrameType
 from typing import TextIO
@@ -23,7 +24,7 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.text import Text
 
-from logcorr import __version__
+from logcorr import __version__, cleanup
 from logcorr.api import STAGES, Analysis, analyze, select_rows
 from logcorr.config import LaunchConfig, load_config
 from logcorr.errors import ConfigError, InputError, LogcorrError
@@ -356,6 +357,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stderr.write(f"logcorr: error: {error}\n")
         return 2
     except Terminated:
+        _said.set()
         sys.stderr.write("logcorr: terminated\n")
         return 143
     except KeyboardInterrupt:
@@ -371,6 +373,7 @@ def _say_interrupted() -> None:
         previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
     except ValueError:  # not the main thread: signals cannot be changed here
         previous = None
+    _said.set()
     try:
         sys.stderr.write("logcorr: interrupted\n")
     finally:
@@ -403,10 +406,44 @@ def _unwind(signum: int, frame: FrameType | None, error: type[BaseException]) ->
     raise error
 
 
+# A signal raises in the main thread only when it next runs Python code; inside a long polars
+# call (or waiting for worker threads that are in one) that can take many seconds. The
+# watchdog hears the signal at once (the wakeup fd is written by the C-level handler), gives
+# the run this long to unwind by itself, then removes the spill folder and any temporary
+# output file and ends the process.
+GRACE_SECONDS = 1.0
+_EXIT_CODES: dict[int, int] = {signal.SIGINT.value: 130, signal.SIGTERM.value: 143}
+_said = threading.Event()  # the main thread has reported the interrupt itself
+
+
+def _watchdog() -> None:
+    """Arm the watchdog: a daemon thread reading the signal wakeup fd."""
+    read, write = os.pipe()
+    os.set_blocking(write, False)
+    try:
+        signal.set_wakeup_fd(write, warn_on_full_buffer=False)
+    except ValueError:  # not the main thread
+        return
+
+    def watch() -> None:
+        signum = os.read(read, 1)[0]
+        if signum not in _EXIT_CODES:
+            return
+        time.sleep(GRACE_SECONDS)
+        cleanup.remove_all()
+        if not _said.is_set():
+            word = "interrupted" if signum == signal.SIGINT else "terminated"
+            os.write(2, f"logcorr: {word}\n".encode())
+        os._exit(_EXIT_CODES[signum])
+
+    threading.Thread(target=watch, name="logcorr-signal-watchdog", daemon=True).start()
+
+
 def main_entry() -> None:
     """Console-script entry point."""
     signal.signal(signal.SIGTERM, _terminate)
     signal.signal(signal.SIGINT, _interrupt)
+    _watchdog()
     code = main()
     # the work is done: a signal now must not interrupt the clean-up at exit with a traceback
     signal.signal(signal.SIGINT, signal.SIG_IGN)

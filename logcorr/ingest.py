@@ -1,17 +1,25 @@
 """Paths -> sources -> physical lines.
 
 `discover` turns the command-line paths into an ordered list of `Source`s (skipping, with a
-warning, whatever is not a readable text log). `read_lines` / `iter_line_chunks` turn sources into
-rows of `LINES_SCHEMA`: bytes are decoded once per chunk (UTF-8, undecodable bytes -> U+FFFD) and
-split into lines inside polars, so no Python code runs per line.
+warning and a `Skipped` entry, whatever cannot be read or whose first bytes name a format that
+is not text: content decides, never the name). gzip is recognised by its magic bytes and
+decoded; a damaged gzip keeps every line that decoded before the damage. `read_lines` /
+`iter_line_chunks` turn sources into rows of `LINES_SCHEMA`: bytes are decoded once per chunk
+(UTF-8, undecodable bytes -> U+FFFD) and split into lines inside polars, so no Python code
+runs per line.
 
-Line rules: a physical line ends at `\\n`; one trailing `\\r` is removed (CRLF); a final empty
-piece after a trailing `\\n` is not a line; a last line without `\\n` is kept; `\\r` inside a line
-and NUL bytes are kept in the text.
+Line rules: a physical line ends at `\\n`; one `\\r` right before the `\\n` is removed (CRLF); a
+final empty piece after a trailing `\\n` is not a line; a last line without `\\n` is kept whole
+(a final lone `\\r` too); `\\r` inside a line and NUL bytes (runs of any length) are kept in the
+text.
+
+File names are bytes: `shown` writes one as text, a backslash as `\\\\` and each byte that is
+not UTF-8 as `\\xHH`, so the name can be recovered exactly from what is shown.
 """
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import io
 import os
@@ -29,23 +37,32 @@ from logcorr.model import LINES_SCHEMA
 CHUNK_BYTES = 64 * 1024 * 1024
 SNIFF_BYTES = 8192
 _READ_PIECE = 1024 * 1024
-_NUL_RATIO = 0.30  # a log may hold a few NULs (`^@^@^@[15:58:39 TP0] …`), a binary many
-_CONTROL_RATIO = 0.30
+_SALVAGE_STEP = 4096  # a damaged gzip piece is decoded again in steps of this, then byte by byte
 _GZIP_MAGIC = b"\x1f\x8b"
 _FIELD_SEP = b"\x1f"  # never in a block read by the CSV path
 _BOM = b"\xef\xbb\xbf"  # the CSV reader would drop it; the text keeps it
+# First bytes the CSV reader takes for a zlib or zstd stream and tries to decompress (`x^` is
+# plain text): such blocks are split in Python.
+_SNIFFED = (b"\x78\x01", b"\x78\x5e", b"\x78\x9c", b"\x78\xda", b"\x28\xb5\x2f\xfd")
 
-BINARY_SUFFIXES: frozenset[str] = frozenset(
-    {
-        ".pt", ".pth", ".pkl", ".pickle", ".bin", ".so", ".whl", ".zip", ".tar", ".tgz",
-        ".bz2", ".xz", ".zst", ".7z", ".npy", ".npz", ".safetensors", ".png", ".jpg", ".jpeg",
-        ".gif", ".pdf", ".o", ".a", ".pyc", ".core", ".dmp", ".mdmp", ".onnx", ".h5", ".pb",
-        ".sqlite", ".db", ".parquet", ".arrow", ".ckpt", ".exe", ".dll", ".ico", ".woff",
-    }
-)  # fmt: skip
-# Text control bytes that logs legitimately carry: \t \n \v \f \r ESC, and backspace.
-_TEXT_CONTROLS = frozenset({8, 9, 10, 11, 12, 13, 27})
-_BINARY_BYTES = bytes(b for b in range(32) if b not in _TEXT_CONTROLS and b != 0) + b"\x7f"
+# First bytes of formats that are not text (a file is skipped for its content only). A gzip
+# stream is decoded and its content judged the same way.
+MAGIC: tuple[tuple[bytes, str], ...] = (
+    (b"\x7fELF", "ELF binary or core dump"),
+    (b"PK\x03\x04", "zip archive (a PyTorch .pt/.pth checkpoint, .npz, wheel)"),
+    (b"PK\x05\x06", "zip archive (empty)"),
+    (b"\x80\x02", "Python pickle"), (b"\x80\x03", "Python pickle"),
+    (b"\x80\x04", "Python pickle"), (b"\x80\x05", "Python pickle"),
+    (b"\x89PNG\r\n\x1a\n", "PNG image"), (b"\xff\xd8\xff", "JPEG image"),
+    (b"GIF87a", "GIF image"), (b"GIF89a", "GIF image"),
+    (b"%PDF-", "PDF document"),
+    (b"PAR1", "Parquet file"), (b"ARROW1", "Arrow file"),
+    (b"SQLite format 3\x00", "SQLite database"),
+    (b"\x93NUMPY", "NumPy array"), (b"\x89HDF\r\n\x1a\n", "HDF5 file"),
+    (b"BZh", "bzip2 archive"), (b"\xfd7zXZ\x00", "xz archive"),
+    (b"\x28\xb5\x2f\xfd", "zstd archive"), (b"7z\xbc\xaf\x27\x1c", "7z archive"),
+    (b"\xca\xfe\xba\xbe", "Mach-O or Java class file"),
+)
 
 
 @dataclass(frozen=True)
@@ -54,40 +71,76 @@ class Source:
 
     file_id: int
     path: Path
+    display: str  # the name as given or found, `shown`
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """A file that was not read: how it is shown, its size in bytes (None if unknown), why."""
+
     display: str
+    size: int | None
+    reason: str
+
+    def to_json(self) -> dict[str, object]:
+        return {"file": self.display, "size": self.size, "reason": self.reason}
+
+
+def shown(name: str | Path) -> str:
+    """A file name as text: its UTF-8 characters, a backslash as `\\\\`, any other byte as
+    `\\xHH` (reversible: read it back by undoing the two escapes).
+
+    >>> shown(os.fsdecode(b"a\\\\b\\xff.log"))
+    'a\\\\\\\\b\\\\xff.log'
+    """
+    raw = os.fsencode(name).replace(b"\\", b"\\\\")
+    return raw.decode("utf-8", errors="backslashreplace")
 
 
 # ---------------------------------------------------------------------------------------------
 # discover
 
 
-def discover(paths: Sequence[str | Path]) -> tuple[list[Source], list[str]]:
+def discover(paths: Sequence[str | Path], skipped: list[Skipped] | None = None
+             ) -> tuple[list[Source], list[str]]:
     """Expand files and directories (recursively, sorted) into sources; also return warnings.
 
-    A path that does not exist raises `InputError`; unusable files are skipped with a warning.
+    A path that does not exist raises `InputError`; unusable files are skipped with a warning
+    (and listed in `skipped` when given).
     """
     found: list[tuple[Path, str]] = []
     warnings: list[str] = []
+    lost: list[Skipped] = skipped if skipped is not None else []
     for raw in paths:
         root = Path(raw)
         if not root.exists() and not root.is_symlink():
             raise InputError(
-                f"{raw}: no such file or directory; check the path "
+                f"{shown(raw)}: no such file or directory; check the path "
                 "(pass log files or folders that contain them)"
             )
         if root.is_dir():
-            found.extend(_walk(root, warnings))
+            found.extend(_walk(root, warnings, lost))
         else:
-            found.append((root, str(raw)))
+            found.append((root, shown(raw)))
     found = _distinct(found, warnings)
     sources: list[Source] = []
     for path, display in sorted(found, key=lambda item: (item[1], str(item[0]))):
         problem = _unusable(path)
         if problem is not None:
-            warnings.append(f"{display}: skipped: {problem}")
+            _skip(display, problem, path, warnings, lost)
             continue
         sources.append(Source(len(sources), path, display))
     return sources, warnings
+
+
+def _skip(display: str, reason: str, path: Path | None, warnings: list[str],
+          skipped: list[Skipped]) -> None:
+    size: int | None = None
+    if path is not None:
+        with contextlib.suppress(OSError):
+            size = path.stat().st_size if path.is_file() else None
+    warnings.append(f"{display}: skipped: {reason}")
+    skipped.append(Skipped(display, size, reason))
 
 
 def _distinct(found: list[tuple[Path, str]], warnings: list[str]) -> list[tuple[Path, str]]:
@@ -106,10 +159,10 @@ def _distinct(found: list[tuple[Path, str]], warnings: list[str]) -> list[tuple[
     names: dict[str, int] = {}
     for _, display in unique:
         names[display] = names.get(display, 0) + 1
-    return [(path, str(path) if names[display] > 1 else display) for path, display in unique]
+    return [(path, shown(path) if names[display] > 1 else display) for path, display in unique]
 
 
-def _walk(root: Path, warnings: list[str]) -> list[tuple[Path, str]]:
+def _walk(root: Path, warnings: list[str], skipped: list[Skipped]) -> list[tuple[Path, str]]:
     """Files under `root` in sorted relative-path order, following symlinks but not loops."""
     out: list[tuple[Path, str]] = []
     seen: set[tuple[int, int]] = set()
@@ -120,10 +173,10 @@ def _walk(root: Path, warnings: list[str]) -> list[tuple[Path, str]]:
             key = _inode(folder)
             entries = sorted(os.scandir(folder), key=lambda e: e.name)
         except OSError as exc:
-            warnings.append(f"{_rel(folder, root)}: skipped: {_reason(exc)}")
+            _skip(_rel(folder, root), _reason(exc), None, warnings, skipped)
             continue
         if key in seen:
-            warnings.append(f"{_rel(folder, root)}: skipped: symlink loop")
+            _skip(_rel(folder, root), "symlink loop", None, warnings, skipped)
             continue
         seen.add(key)
         subdirs: list[Path] = []
@@ -132,7 +185,7 @@ def _walk(root: Path, warnings: list[str]) -> list[tuple[Path, str]]:
             try:
                 is_dir = entry.is_dir()
             except OSError as exc:
-                warnings.append(f"{_rel(path, root)}: skipped: {_reason(exc)}")
+                _skip(_rel(path, root), _reason(exc), None, warnings, skipped)
                 continue
             if is_dir:
                 subdirs.append(path)
@@ -149,7 +202,7 @@ def _inode(path: Path) -> tuple[int, int]:
 
 
 def _rel(path: Path, root: Path) -> str:
-    return path.relative_to(root).as_posix() if path != root else root.as_posix()
+    return shown(path.relative_to(root).as_posix() if path != root else root.as_posix())
 
 
 def _reason(exc: OSError) -> str:
@@ -167,43 +220,45 @@ def _unusable(path: Path) -> str | None:
             return "broken symlink or symlink loop"
         if not path.is_file():
             return "not a regular file"
-        if path.suffix.lower() in BINARY_SUFFIXES:
-            return f"binary file ({path.suffix})"
         head = _sniff(path)
     except OSError as exc:
         return _reason(exc)
-    except GzipCorrupt:
-        return None  # corrupt gzip: read_lines keeps what decodes and warns
-    if _looks_binary(head):
-        return "binary content"
+    except GzipCorrupt as exc:
+        head = exc.head  # what decoded: read_lines keeps it and warns
+    return not_text(head)
+
+
+def not_text(head: bytes) -> str | None:
+    """The format the first bytes of a file name when it is not text, else None."""
+    for magic, name in MAGIC:
+        if head.startswith(magic):
+            return f"binary file: {name} (first bytes {head[:len(magic)]!r})"
+    # safetensors: a little-endian header length, then the JSON header
+    if len(head) >= 10 and head[8:10] == b'{"' and 0 < int.from_bytes(head[:8], "little") < 1 << 32:
+        return "binary file: safetensors (a JSON header behind its length)"
+    if len(head) > 262 and head[257:262] == b"ustar":
+        return "binary file: tar archive"
     return None
 
 
 def _sniff(path: Path) -> bytes:
     head = b""
-    for piece in _raw_pieces(path, SNIFF_BYTES):
-        head += piece
-        if len(head) >= SNIFF_BYTES:
-            break
+    try:
+        for piece in _raw_pieces(path, SNIFF_BYTES):
+            head += piece
+            if len(head) >= SNIFF_BYTES:
+                break
+    except GzipCorrupt as exc:
+        exc.head = head + exc.head
+        raise
     return head[:SNIFF_BYTES]
 
 
-def _looks_binary(head: bytes) -> bool:
-    """True when the first bytes are mostly NULs or non-text control bytes."""
-    if not head:
-        return False
-    nuls = head.count(0)
-    controls = len(head) - len(head.translate(None, _BINARY_BYTES))
-    if nuls / len(head) > _NUL_RATIO or (nuls + controls) / len(head) > _CONTROL_RATIO:
-        return True
-    decoded = head.decode("utf-8", errors="replace")
-    return decoded.count("\ufffd") / len(decoded) > _CONTROL_RATIO
-
-
 def _raw_pieces(path: Path, size: int) -> Iterator[bytes]:
-    """The (decompressed) bytes of `path` in pieces of about `size` bytes."""
+    """The bytes of `path` in pieces of about `size` bytes, decompressed when its first bytes
+    are gzip's magic (whatever its name)."""
     with path.open("rb") as handle:
-        if handle.read(2) == _GZIP_MAGIC or path.suffix.lower() == ".gz":
+        if handle.read(2) == _GZIP_MAGIC:
             handle.seek(0)
             yield from _gunzip(handle, size)
             return
@@ -213,18 +268,30 @@ def _raw_pieces(path: Path, size: int) -> Iterator[bytes]:
 
 
 def _gunzip(handle: BinaryIO, size: int) -> Iterator[bytes]:
-    """Decompress all gzip members; raises `GzipCorrupt` after yielding what decoded."""
+    """Decompress all gzip members in pieces of at most `size` bytes (a gzip of NULs holds a
+    thousand times its size); raises `GzipCorrupt` after yielding everything that decoded
+    before the damage (a piece that fails is decoded again in small steps)."""
+    total = os.fstat(handle.fileno()).st_size
     inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
     fed = False  # the current member has received input
     while compressed := handle.read(min(size, _READ_PIECE)):
         while compressed:
             fed = True
+            before = inflater.copy()
             try:
-                piece = inflater.decompress(compressed)
+                piece = inflater.decompress(compressed, size)
+                while piece:
+                    yield piece
+                    if inflater.eof or (inflater.unconsumed_tail == b"" and len(piece) < size):
+                        break
+                    before = inflater.copy()
+                    compressed = inflater.unconsumed_tail
+                    piece = inflater.decompress(compressed, size)
             except zlib.error as exc:
-                raise GzipCorrupt(str(exc)) from None
-            if piece:
-                yield piece
+                good, used = _salvage(before, compressed)
+                unread = len(compressed) - used + total - handle.tell()
+                raise GzipCorrupt(f"{exc}; {unread} compressed byte(s) unreadable",
+                                  good) from None
             if not inflater.eof:
                 break
             compressed, fed = inflater.unused_data, False
@@ -232,11 +299,37 @@ def _gunzip(handle: BinaryIO, size: int) -> Iterator[bytes]:
     if fed and not inflater.eof:
         if tail := inflater.flush():
             yield tail
-        raise GzipCorrupt("compressed data ends before the end-of-stream marker")
+        raise GzipCorrupt("the compressed data ends before the end-of-stream marker", b"")
+
+
+def _salvage(inflater: zlib._Decompress, data: bytes) -> tuple[bytes, int]:
+    """What `data` decodes to up to the byte that fails, and how many bytes of it were used."""
+    out: list[bytes] = []
+    used = 0
+    step = _SALVAGE_STEP
+    while used < len(data):
+        piece = data[used:used + step]
+        saved = inflater.copy()
+        try:
+            out.append(inflater.decompress(piece))
+        except zlib.error:
+            if step == 1:
+                break
+            inflater, step = saved, 1
+            continue
+        used += len(piece)
+        if inflater.eof:  # (a member ended: what follows is judged by the caller's error)
+            break
+    return b"".join(out), used
 
 
 class GzipCorrupt(Exception):
-    """A gzip stream stopped decoding (internal; turned into a warning)."""
+    """A gzip stream stopped decoding (internal; turned into a warning). `head`: the bytes
+    that decoded from the failing piece, not yielded yet."""
+
+    def __init__(self, message: str, head: bytes) -> None:
+        super().__init__(message)
+        self.head = head
 
 
 # ---------------------------------------------------------------------------------------------
@@ -293,8 +386,11 @@ def _pieces(source: Source, size: int, warnings: list[str]) -> Iterator[bytes]:
     try:
         yield from _raw_pieces(source.path, size)
     except GzipCorrupt as exc:
+        if exc.head:
+            yield exc.head
         warnings.append(
-            f"{source.display}: truncated or corrupt gzip ({exc}); kept the lines before it"
+            f"{source.display}: truncated or corrupt gzip ({exc}); kept the lines that decoded "
+            "before it"
         )
     except OSError as exc:
         warnings.append(f"{source.display}: read failed: {_reason(exc)}")
@@ -319,11 +415,12 @@ def _lines_frame(block: bytes, file_id: int, first_line: int) -> pl.DataFrame:
 def _split_lines(block: bytes) -> pl.Series:
     """Decode (lossy UTF-8) and split on `\\n`, removing one `\\r` before each `\\n`.
 
-    Blocks without `\\r`, the unit separator or a leading BOM go through polars'
-    multi-threaded CSV reader (one column, no quoting); the others through one `str.split`
-    on the decoded text.
+    Blocks without `\\r`, the unit separator, a leading BOM or leading bytes the reader takes
+    for compression go through polars' multi-threaded CSV reader (one column, no quoting);
+    the others through one `str.split` on the decoded text.
     """
-    if _FIELD_SEP not in block and b"\r" not in block and not block.startswith(_BOM):
+    if (_FIELD_SEP not in block and b"\r" not in block and not block.startswith(_BOM)
+            and not block.startswith(_SNIFFED)):
         frame = pl.read_csv(
             io.BytesIO(block),
             has_header=False,
@@ -337,9 +434,13 @@ def _split_lines(block: bytes) -> pl.Series:
         )
         return frame.get_column("text").fill_null("")
     text = block.decode("utf-8", errors="replace")
+    ended = text.endswith("\n")
     text = text.removesuffix("\n")
     lines = pl.Series("text", [text], dtype=pl.String).str.split("\n").explode()
-    return lines.str.strip_suffix("\r")
+    stripped = lines.str.strip_suffix("\r")
+    if not ended and text.endswith("\r"):  # a last line without `\n` keeps its `\r`
+        stripped = stripped.scatter(len(stripped) - 1, lines[-1])
+    return stripped
 
 
 def empty_lines() -> pl.DataFrame:

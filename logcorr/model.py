@@ -131,6 +131,8 @@ PARSED_SCHEMA: dict[str, pl.DataType] = {
     "link_pid": pl.Int64(),  # "Pyspy dump for PID n", "Process n: sglang::scheduler_TP3", ...
     "proctitle": pl.String(),  # "sglang::scheduler_DP0_TP0_EP0" when printed with link_pid
     "server_args": pl.Boolean(),  # the line holds server_args=...
+    # the last part of a line cut into `parts.MAX_PARTS` parts: it holds the line's rest whole
+    "capped": pl.Boolean(),
 }
 
 # Stage 5 (output): the tagged timeline contract. Order of columns is the output order.

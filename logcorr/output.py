@@ -16,6 +16,7 @@ from typing import IO
 import polars as pl
 from polars.io.plugins import register_io_source
 
+from logcorr import cleanup
 from logcorr.errors import InputError
 from logcorr.model import TIMELINE_SCHEMA
 
@@ -110,6 +111,7 @@ def _atomic(output: str, write: Callable[[IO[bytes]], object] | None,
     if target.is_dir():
         raise InputError(f"cannot write {output}: it is a folder; give a file name")
     temp = str(folder / f".{target.name}.{secrets.token_hex(6)}.partial")
+    cleanup.register(temp)
     try:
         handle = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
         with os.fdopen(handle, "wb") as stream:
@@ -126,6 +128,8 @@ def _atomic(output: str, write: Callable[[IO[bytes]], object] | None,
         except KeyboardInterrupt:  # one Ctrl-C during polars work can raise twice
             _discard(temp)
             raise
+        finally:
+            cleanup.unregister(temp)
 
 
 def _discard(temp: str) -> None:

@@ -84,6 +84,16 @@ def header(analysis: Analysis, selected: int | None, limit: int) -> RenderableTy
     else:
         shown = str(min(selected, limit) if limit > 0 else selected)
     lines.append(Text(f"files: {len(analysis.sources)}   lines: {total}   shown: {shown}"))
+    if analysis.skipped:
+        size = sum(s.size or 0 for s in analysis.skipped)
+        lines.append(Text(f"files skipped: {len(analysis.skipped)} ({size} bytes): " + inert(
+            "; ".join(f"{s.display} ({s.reason})" for s in analysis.skipped[:5]))
+            + (f"; and {len(analysis.skipped) - 5} more" if len(analysis.skipped) > 5 else ""),
+            style="yellow"))
+    notes = analysis.tally.notes
+    if notes:
+        lines.append(Text("lines noted: " + ", ".join(f"{why} {n}" for why, n in
+                                                      sorted(notes.items()))))
     lines.append(Text(f"attributed to a scheduler: {attributed} ({_percent(attributed, total)}) "
                       "by " + (", ".join(f"{k} {v}" for k, v in sorted(evidence.items()))
                                or "nothing")))

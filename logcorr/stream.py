@@ -29,6 +29,7 @@ from pathlib import Path
 
 import polars as pl
 
+from logcorr import cleanup
 from logcorr.errors import InputError
 from logcorr.ingest import Source, iter_line_chunks
 
@@ -115,11 +116,14 @@ class Workspace:
         root = tempfile.gettempdir()
         self._root = root
         self.path = Path(root) / f"logcorr-{secrets.token_hex(8)}"
-        self._remove = weakref.finalize(self, shutil.rmtree, str(self.path), True)
+        self._remove = weakref.finalize(self, _remove_folder, str(self.path))
+        cleanup.register(str(self.path))
         self._made = False
         self._numbers = itertools.count(1)  # next() is atomic: writers may be threads
 
     def write(self, frame: pl.DataFrame, stem: str) -> Piece:
+        if cleanup.closing():  # the run is being ended: no file after the folder's removal
+            raise KeyboardInterrupt
         schema = frame.schema
         empty = {c: schema[c] for c, n in zip(frame.columns, frame.null_count().row(0))
                  if n == frame.height and frame.height}
@@ -176,6 +180,11 @@ def memory_budget_from_env() -> int:
         raise InputError(f"LOGCORR_MEMORY_BUDGET={text!r} is not a size: give bytes, or a "
                          "number with k, m or g (e.g. 256m; 0 spills everything to TMPDIR)")
     return value
+
+
+def _remove_folder(path: str) -> None:
+    shutil.rmtree(path, True)
+    cleanup.unregister(path)
 
 
 def _no_room(folder: str, error: OSError) -> InputError:

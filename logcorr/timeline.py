@@ -17,6 +17,9 @@ Rules:
   dated line of its own; else no time).
 * `--clock-offset HOST=SECONDS` shifts the sort key of that host's lines (their printed `ts` is
   not changed).
+* A stamp that names no instant of the calendar - a year outside 1-9999 (as written, or after a
+  zone shift or year inference), or a day the completed year does not have (`E0229` in 2023) -
+  leaves the line without a time of its own; `ts_note` says why (counted in the header).
 
 Example: a.log has 10:00:01 and 10:00:03, b.log has 10:00:02 and a line with no time:
 
@@ -36,6 +39,9 @@ import polars as pl
 
 _HALF_YEAR = timedelta(days=183)
 _HALF_DAY = timedelta(hours=12)
+_PLACEHOLDER_YEAR = 2000  # the year of month-day stamps before completion (a leap year)
+OUT_OF_CALENDAR = "stamp outside years 1-9999"
+NO_SUCH_DAY = "no such day in the completed year"
 
 
 @dataclass(frozen=True)
@@ -91,8 +97,15 @@ def _wrapper_utc() -> pl.Expr:
     return pl.col("wrap_ts").dt.replace_time_zone(None).cast(pl.Datetime("us"))
 
 
+def in_calendar(ts: pl.Expr) -> pl.Expr:
+    """`ts` where it is an instant of years 1-9999 (what a Python datetime can hold), else null."""
+    return pl.when(ts.dt.year().is_between(1, 9999)).then(ts)
+
+
 def fully_dated() -> pl.Expr:
-    return pl.col("ts_has_date").fill_null(False) & pl.col("ts_has_year").fill_null(False)
+    """The line's own stamp has a date and a year in the calendar."""
+    return (pl.col("ts_has_date").fill_null(False) & pl.col("ts_has_year").fill_null(False)
+            & pl.col("ts").dt.year().is_between(1, 9999).fill_null(False))
 
 
 def _carried(carry: Carry | None, value: datetime | None) -> pl.Expr:
@@ -103,7 +116,8 @@ def _carried(carry: Carry | None, value: datetime | None) -> pl.Expr:
 
 def complete_timestamps(frame: pl.DataFrame, clock: Clock, carry: Carry | None = None
                         ) -> pl.DataFrame:
-    """Add `ts_full` (a full date-time or null) from `ts`, `ts_has_date`, `ts_has_year`.
+    """Add `ts_full` (a full date-time or null) from `ts`, `ts_has_date`, `ts_has_year`, and
+    `ts_note`: why a line's stamp gave no time (see the module's rules), else null.
 
     The reference of a partial stamp is the latest fully dated line above it in its file
     (`carry` holds it across chunks), else the file's first, else the set's median."""
@@ -122,10 +136,16 @@ def complete_timestamps(frame: pl.DataFrame, clock: Clock, carry: Carry | None =
     ref = pl.col("_ref")
     no_year = pl.col("ts_has_date").fill_null(False) & ~pl.col("ts_has_year").fill_null(False)
     no_date = pl.col("ts").is_not_null() & ~pl.col("ts_has_date").fill_null(False)
-    guess_year = pl.col("ts").dt.replace(year=ref.dt.year())
-    year_fixed = (pl.when(guess_year - ref > _HALF_YEAR).then(guess_year.dt.offset_by("-1y"))
-                  .when(ref - guess_year > _HALF_YEAR).then(guess_year.dt.offset_by("1y"))
-                  .otherwise(guess_year))
+    # month-day stamps carry the placeholder year: compared with the reference moved into it,
+    # the stamp is within half a year of the reference in the year before, of or after it; the
+    # date is then built as text, so a day that year lacks (Feb 29) or a year past 9999 is null
+    ref_md = ref.dt.replace(year=_PLACEHOLDER_YEAR)
+    year = (ref.dt.year() + pl.when(pl.col("ts") - ref_md > _HALF_YEAR).then(-1)
+            .when(ref_md - pl.col("ts") > _HALF_YEAR).then(1).otherwise(0))
+    year_fixed = pl.concat_str([year.cast(pl.String).str.zfill(4),
+                                pl.col("ts").dt.strftime("-%m-%d %H:%M:%S%.6f")]
+                               ).str.to_datetime("%Y-%m-%d %H:%M:%S%.6f", time_unit="us",
+                                                 strict=False)
     guess_day = ref.dt.truncate("1d") + (pl.col("ts") - pl.col("ts").dt.truncate("1d"))
     day_fixed = (pl.when(ref - guess_day > _HALF_DAY).then(guess_day + timedelta(days=1))
                  .otherwise(guess_day))
@@ -137,17 +157,38 @@ def complete_timestamps(frame: pl.DataFrame, clock: Clock, carry: Carry | None =
     # the guesses run on the (few) rows without a full date only, then take their places
     partial = frame.select(~full & (no_year | no_date)).to_series()
     column = frame.select(pl.when(full).then(pl.col("ts")).alias("ts_full")).to_series()
+    # why a stamp the line has gave no time: out of the calendar as written, or completed
+    # into a day or year that does not exist
+    written_out = (pl.col("ts_has_date").fill_null(False) & pl.col("ts_has_year").fill_null(False)
+                   & pl.col("ts").is_not_null() & ~full)
+    note = frame.select(pl.when(written_out).then(pl.lit(OUT_OF_CALENDAR)).alias("ts_note")
+                        ).to_series()
     if partial.any():
         guessed = frame.select("ts", "ts_has_date", "ts_has_year", "_ref").filter(partial)
-        column = column.scatter(partial.arg_true(), guessed.select(ts_full).to_series())
+        filled = guessed.select(
+            in_calendar(ts_full).alias("ts_full"),
+            pl.when(ts_full.is_not_null() & ~in_calendar(ts_full).is_not_null())
+            .then(pl.lit(OUT_OF_CALENDAR))
+            .when(no_year & ref.is_not_null() & ts_full.is_null())
+            .then(pl.when(year.is_between(1, 9999)).then(pl.lit(NO_SUCH_DAY))
+                  .otherwise(pl.lit(OUT_OF_CALENDAR))).alias("ts_note"))
+        at = partial.arg_true()
+        column = column.scatter(at, filled.get_column("ts_full"))
+        note = note.scatter(at, filled.get_column("ts_note"))
     if frame.get_column("wrap_ts").null_count() < frame.height:
         offset = of_file.get_column("_wofs").cast(pl.Int64)
         if clock.wrap_default is not None:
             offset = offset.fill_null(int(clock.wrap_default.total_seconds()))
         local = frame.select(_wrapper_utc() + (pl.lit(offset) * 1_000_000).cast(
             pl.Duration("us"))).to_series()
-        column = column.fill_null(local)
-    return frame.with_columns(column).drop("_ref")
+        both = pl.DataFrame([column, note, local.alias("_local")]).select(
+            pl.coalesce("ts_full", in_calendar(pl.col("_local"))).alias("ts_full"),
+            pl.when(pl.col("ts_full").is_null() & pl.col("_local").is_not_null()
+                    & in_calendar(pl.col("_local")).is_null()).then(pl.lit(OUT_OF_CALENDAR))
+            .when(pl.col("ts_full").is_null() & in_calendar(pl.col("_local")).is_null())
+            .then(pl.col("ts_note")).alias("ts_note"))
+        column, note = both.get_column("ts_full"), both.get_column("ts_note")
+    return frame.with_columns(column, note.alias("ts_note")).drop("_ref")
 
 
 def sort_key(frame: pl.DataFrame, clock_offsets: dict[str, float] | None = None,
@@ -157,10 +198,11 @@ def sort_key(frame: pl.DataFrame, clock_offsets: dict[str, float] | None = None,
     `ts_full`, `eff_host`; rows must be in (file_id, line, part) order."""
     # a month-day stamp left without a year (no dated line in the set) still has its order
     key = pl.coalesce(pl.col("ts_full"),
-                      pl.when(pl.col("ts_has_date").fill_null(False)).then(pl.col("ts")))
+                      pl.when(pl.col("ts_has_date").fill_null(False)
+                              & ~pl.col("ts_has_year").fill_null(False)).then(pl.col("ts")))
     for host, seconds in (clock_offsets or {}).items():
         shift = timedelta(seconds=seconds)
-        key = pl.when(pl.col("eff_host") == host).then(key + shift).otherwise(key)
+        key = pl.when(pl.col("eff_host") == host).then(in_calendar(key + shift)).otherwise(key)
     running = key.cum_max().forward_fill().over("file_id")
     if carry is not None and carry.running is not None:
         running = pl.max_horizontal(running, _carried(carry, carry.running))
@@ -174,7 +216,7 @@ def next_carry(frame: pl.DataFrame, carry: Carry | None) -> Carry | None:
         return carry
     file_id = int(frame["file_id"][-1])
     mine = frame.filter(pl.col("file_id") == file_id)
-    dated = mine.filter(fully_dated()).get_column("ts")
+    dated = mine.filter(fully_dated()).get_column("ts")  # (in the calendar: see fully_dated)
     previous = carry if carry is not None and carry.file_id == file_id else None
     last_dated = dated[-1] if dated.len() else (previous.last_dated if previous else None)
     keys = mine.get_column("_key").drop_nulls()

@@ -10,7 +10,7 @@ import polars as pl
 import pytest
 
 from logcorr.errors import InputError
-from logcorr.ingest import Source, discover, iter_line_chunks, read_lines
+from logcorr.ingest import Skipped, Source, discover, iter_line_chunks, read_lines
 from logcorr.model import LINES_SCHEMA
 
 
@@ -115,13 +115,18 @@ class TestDiscover:
         assert sources == [Source(0, tmp_path / "a.log", str(tmp_path / "a.log"))]
 
     def test_binary_skipped(self, tmp_path: Path) -> None:
-        """Binary suffixes and NUL-heavy content are skipped with one warning each."""
+        """Files whose first bytes name a format that is not text are skipped with one
+        warning each and listed with their size; a mostly-NUL file is text (a hole)."""
         (tmp_path / "model.pt").write_bytes(b"PK\x03\x04")
-        (tmp_path / "core").write_bytes(b"\x00" * 4000 + b"abc")
+        (tmp_path / "core").write_bytes(b"\x7fELF" + b"\x00" * 4000)
+        (tmp_path / "hole.log").write_bytes(b"\x00" * 4000 + b"abc")
         (tmp_path / "ok.log").write_bytes(b"\x00\x00\x00[15:58:39 TP0] fine\n" * 10)
-        sources, warnings = discover([tmp_path])
-        assert [s.display for s in sources] == ["ok.log"]
+        skipped: list[Skipped] = []
+        sources, warnings = discover([tmp_path], skipped)
+        assert [s.display for s in sources] == ["hole.log", "ok.log"]
         assert len(warnings) == 2
+        assert [(s.display, s.size) for s in skipped] == [("core", 4004), ("model.pt", 4)]
+        assert "ELF" in skipped[0].reason and "zip" in skipped[1].reason
 
     def test_symlink_loop(self, tmp_path: Path) -> None:
         """A directory symlink loop is skipped with a warning, not followed forever."""

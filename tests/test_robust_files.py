@@ -63,7 +63,8 @@ class TestFiles:
 
     @pytest.mark.parametrize("name", ["crash_dump.pt", "state.pkl"])
     def test_binary_dump_beside_logs(self, tmp_path: Path, name: str) -> None:
-        """A .pt/.pkl crash dump is skipped by its suffix with one warning, never parsed."""
+        """A .pt/.pkl crash dump (a pickle) is skipped by its content with one warning, never
+        parsed."""
         logs = _logs(tmp_path)
         (logs / name).write_bytes(b"\x80\x04\x95 [2026-11-29 10:00:00 TP5] fake\n" * 100)
         analysis = analyze([logs])
@@ -72,12 +73,16 @@ class TestFiles:
         assert analysis.timeline.height == 2
 
     def test_binary_content_without_suffix(self, tmp_path: Path) -> None:
-        """A core dump with no telling suffix is skipped by its content."""
+        """A core dump with no telling suffix is skipped by its first bytes (ELF); bytes that
+        name no format are read line for line (a log damaged past recognition is still a
+        log)."""
         logs = _logs(tmp_path)
-        (logs / "core.12345").write_bytes(bytes(range(256)) * 64)
+        (logs / "core.12345").write_bytes(b"\x7fELF\x02\x01\x01" + bytes(range(256)) * 64)
+        (logs / "noise").write_bytes(bytes(range(256)) * 64)
         analysis = analyze([logs])
-        assert "binary content" in _warned(analysis, "core.12345")
-        assert analysis.timeline.height == 2
+        assert "binary file: ELF" in _warned(analysis, "core.12345")
+        assert len(_texts(analysis, "noise")) == 65
+        assert [s.display for s in analysis.skipped] == ["core.12345"]
 
     def test_truncated_gzip(self, tmp_path: Path) -> None:
         """A gzip cut short keeps the lines that decoded and warns once."""
@@ -100,11 +105,12 @@ class TestFiles:
         assert analysis.timeline.height == 2
 
     def test_plain_text_named_gz(self, tmp_path: Path) -> None:
-        """Plain text under a .gz name: one warning, no crash."""
+        """Plain text under a .gz name is read as text: gzip is told by its magic bytes."""
         logs = _logs(tmp_path)
         (logs / "plain.log.gz").write_bytes(LOG)
         analysis = analyze([logs])
-        assert "gzip" in _warned(analysis, "plain.log.gz")
+        assert analysis.warnings == []
+        assert _texts(analysis, "plain.log.gz") == LOG.decode().splitlines()
 
     def test_gzip_members_and_empty_gz(self, tmp_path: Path) -> None:
         """Concatenated gzip members are all read; an empty .gz file has no lines."""

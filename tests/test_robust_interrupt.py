@@ -7,6 +7,7 @@ complete, and no temporary file is left behind.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -220,3 +221,46 @@ def test_a_signal_inside_a_finalizer_is_sent_again() -> None:
             cli._unwind(signal.SIGUSR1, sys._getframe(), cli.Terminated)
     finally:
         signal.signal(signal.SIGUSR1, previous)
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_ends_the_run_inside_a_polars_call(tmp_path: Path, signum: int) -> None:
+    """A signal while the main thread is inside a polars call that does not return (here:
+    opening a FIFO nobody writes to; Rust retries the interrupted open, so Python's handler
+    never runs) still ends the run within 2 s: exit 130/143, one line on stderr, no spill folder and
+    no temporary output left."""
+    fifo = tmp_path / "never"
+    os.mkfifo(fifo)
+    spill = tmp_path / "spill"
+    spill.mkdir()
+    out = tmp_path / "out"
+    out.mkdir()
+    script = (
+        "import sys, polars as pl, logcorr.api\n"
+        f"logcorr.api._median_dated = lambda chunks: pl.read_ipc({str(fifo)!r})\n"
+        "from logcorr.launch import main\n"
+        "main()\n")
+    process = subprocess.Popen(
+        [sys.executable, "-c", script, "analyze", str(FIXTURE / "logs"), "--format", "jsonl",
+         "-o", str(out / "timeline.jsonl")], stderr=subprocess.PIPE, cwd=ROOT,
+        env=dict(os.environ, TMPDIR=str(spill)))
+    main_thread = Path(f"/proc/{process.pid}/wchan")
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and process.poll() is None:
+        with contextlib.suppress(OSError):
+            if main_thread.read_text() == "wait_for_partner":  # (blocked opening the FIFO)
+                break
+        time.sleep(0.02)
+    assert process.poll() is None
+    assert [p for p in spill.glob("logcorr-*") if any(p.iterdir())], "no spill to remove"
+    sent = time.monotonic()
+    process.send_signal(signum)
+    try:
+        _, err = process.communicate(timeout=10)
+    finally:
+        process.kill()
+    took = time.monotonic() - sent
+    assert took < 2.0, took
+    assert process.returncode == {signal.SIGINT: 130, signal.SIGTERM: 143}[signum], err
+    assert err.decode() in ("logcorr: interrupted\n", "logcorr: terminated\n")
+    assert list(spill.glob("logcorr-*")) == [] and list(out.iterdir()) == []

@@ -52,15 +52,17 @@ INSERTS: tuple[bytes, ...] = (
 def expected_lines(data: bytes) -> list[str]:
     """The physical lines of `data` as the README defines them.
 
-    >>> expected_lines(b"a\\r\\nb\\rc\\n\\xff\\n")
-    ['a', 'b\\rc', '\\ufffd']
+    >>> expected_lines(b"a\\r\\nb\\rc\\n\\xff\\nend\\r")
+    ['a', 'b\\rc', '\\ufffd', 'end\\r']
     """
     if not data:
         return []
     pieces = data.split(b"\n")
     if data.endswith(b"\n"):
         pieces.pop()
-    return [p.removesuffix(b"\r").decode("utf-8", errors="replace") for p in pieces]
+    ended = [p.removesuffix(b"\r") for p in pieces[:-1]]
+    last = pieces[-1].removesuffix(b"\r") if data.endswith(b"\n") else pieces[-1]
+    return [p.decode("utf-8", errors="replace") for p in [*ended, last]]
 
 
 def _real_lines() -> list[bytes]:

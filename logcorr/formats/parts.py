@@ -13,6 +13,10 @@ an NCCL line of the same chunk starts with it; when such a host ends the run (`g
 starts there; otherwise the part keeps its pid, thread and device but `_host_unknown` marks its
 host as not to be trusted. A part that is only a `host:pid:tid` before such a header is marked
 `_frag` (an NCCL line's start whose message was cut off).
+
+A line is cut into at most MAX_PARTS parts: the text after the last cut stays one part, marked
+`capped` (counted and reported), so a line of a million glued records costs a small multiple
+of its own size.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ SPLIT = rf"(?:\[{SGL_STAMP}\] )?{NCCL_HEADER}|{SGL_HEADER}"
 _TORCH_SPLIT = r"([^:\]])((?:\[rank\d+\]:)+\[[IWEF]\d{3,4} \d\d:\d\d:\d\d)"
 _TORCH_RANKS = r"^(?:\[rank(\d+)\]:)+"
 HINTS = ["[20", " NCCL "]
+MAX_PARTS = 4096
 _NCCL_AT_START = rf"^(?:\[{SGL_STAMP}\] )?{NCCL_HEADER}"
 _NCCL_BARE_START = rf"^{NCCL_HEADER}"
 FRAGMENT = rf"^{NCCL_HOST}:\d+:\d+$"  # an NCCL header's `host:pid:tid` alone
@@ -64,11 +69,19 @@ def split(df: pl.DataFrame, hosts: pl.Series | None = None) -> pl.DataFrame:
     hosts = starts if hosts is None else pl.concat([hosts, starts])
     marked = body.str.replace_all(SPLIT, SENTINEL + "${0}").str.replace_all(
         _TORCH_SPLIT, "${1}" + SENTINEL + "${2}")
+    # (as lists, so that a line of a million pieces is capped before it becomes rows)
+    pieces = marked.str.split(SENTINEL).list.eval(pl.element().filter(pl.element() != ""))
+    many = pieces.list.len() > MAX_PARTS
     multi = (
-        multi.with_columns(_pieces=marked.str.split(SENTINEL))
+        multi.with_columns(_pieces=pl.when(many).then(pl.concat_list(
+            pieces.list.head(MAX_PARTS - 1), pieces.list.slice(MAX_PARTS - 1).list.join("")))
+            .otherwise(pieces), capped=many)
+        # (the line's own text and body go before the explode: each part would carry them,
+        # a copy of the whole line per part)
+        .drop("text", "body")
         .explode("_pieces")
-        .filter(pl.col("_pieces") != "")
         .with_columns(part=pl.int_range(pl.len(), dtype=pl.UInt16).over("_row"))
+        .with_columns(capped=pl.col("capped") & (pl.col("part") == MAX_PARTS - 1))
     )
     later = pl.col("part") > 0
     # a later part is its own writer's line: its torch rank is its own `[rankN]:` (peeled
