@@ -1,0 +1,79 @@
+"""Rules: (tagged timeline, topology) -> findings that name the process that went wrong.
+
+A watchdog timeout is a symptom: every healthy member of a hung collective times out and
+shouts, while the one that caused it is often the quietest. So the rules compare members of one
+group instance and look for the odd one out:
+
+| kind              | rests on                                                                    |
+|-------------------|-----------------------------------------------------------------------------|
+| crash             | a process's first exception / fatal error; the earliest is the root, the     |
+|                   | SIGQUIT / kill cascade after it is attached, not reported as more roots     |
+| collective-hang   | torch watchdog timeouts of one group instance: members behind the SeqNum the |
+|                   | others wait on, or silent, are culprits; the ones that timed out are waiting |
+| watchdog-timeout  | SGLang's own watchdog fired: those processes hung; the kill after it is      |
+|                   | attached                                                                    |
+| init-hang         | a startup phase begun and never ended (NCCL `Init START` without COMPLETE,  |
+|                   | `Init … begin` without its end, weights never loaded) while others went on  |
+| missing-process   | processes of the topology that left no line at all                          |
+| stalled           | a process whose last line is far earlier than its TP peers', no timeout      |
+| inconsistent      | the config and the logs disagree                                            |
+| clock-skew        | one collective timing out at different times on different hosts             |
+
+One module per finding kind, over the shared `context` (the rows the rules read, who each
+process is, the message stems): `crash`, `hang`, `watchdog`, `init`, `missing`, `transfer`,
+`stalled` (with `unresponsive`), `clock`. `diagnose` runs them in order and sorts the findings.
+"""
+
+from __future__ import annotations
+
+from logcorr.diagnose.clock import clock_findings
+from logcorr.diagnose.context import (
+    ALL_STEMS,
+    CASCADE_STEMS,
+    CRASH_STEMS,
+    PROGRESS_STEMS,
+    SEVERITIES,
+    SGLANG_WATCHDOG_STEMS,
+    TIMEOUT_STEMS,
+    Context,
+    Finding,
+    event_rows,
+    merge_people,
+)
+from logcorr.diagnose.crash import crash_findings
+from logcorr.diagnose.hang import hang_findings
+from logcorr.diagnose.init import init_findings
+from logcorr.diagnose.missing import missing_findings
+from logcorr.diagnose.stalled import (
+    stalled_findings,
+    unresponsive_findings,
+)
+from logcorr.diagnose.transfer import transfer_findings
+from logcorr.diagnose.watchdog import watchdog_findings
+
+__all__ = ["ALL_STEMS", "CASCADE_STEMS", "CRASH_STEMS", "PROGRESS_STEMS", "SEVERITIES",
+           "SGLANG_WATCHDOG_STEMS", "TIMEOUT_STEMS", "Context", "Finding", "clock_findings",
+           "crash_findings", "diagnose", "event_rows", "hang_findings", "init_findings",
+           "merge_people", "missing_findings", "stalled_findings", "transfer_findings",
+           "unresponsive_findings", "watchdog_findings"]
+
+
+def diagnose(ctx: Context, contradictions: list[dict[str, object]]) -> list[Finding]:
+    """All findings, errors first, then by time."""
+    findings: list[Finding] = []
+    crashes = crash_findings(ctx)
+    findings += crashes
+    crashed = {p["world_rank"] for f in crashes for p in f.processes}
+    findings += hang_findings(ctx, crashed)
+    findings += watchdog_findings(ctx, findings)
+    findings += unresponsive_findings(ctx, findings)
+    findings += transfer_findings(ctx)
+    findings += init_findings(ctx)
+    findings += missing_findings(ctx)
+    findings += stalled_findings(ctx, findings)
+    findings += clock_findings(ctx)
+    findings += [Finding("inconsistent", "warning", str(c["detail"]),
+                         evidence=[{"file": c["file"], "line": c["line"]}] if c.get("file") else [])
+                 for c in contradictions]
+    rank = {s: i for i, s in enumerate(SEVERITIES)}
+    return sorted(findings, key=lambda f: (rank[f.severity], f.first_ts or "~", f.kind))
