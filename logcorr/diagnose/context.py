@@ -113,15 +113,38 @@ PHASES = (
     ("CUDA graph capture", ("Capture cuda graph begin", "CUDA graph begin"),
      ("Capture cuda graph end", "CUDA graph end")),
 )
+# NCCL's communicator init, in the order a rank goes through it (NCCL 2.18-2.27): after `Init
+# START` the bootstrap allgather (the `nNodes … localRanks` topology line, 2.23+'s `Bootstrap
+# timings`), then connection setup (`Channel 00/0 : 0[0] -> 1[1] via P2P/IPC`, `… [send] via
+# NET/IB/0`), `Connected all rings`, `Connected all trees` / `Connected NVLS`, `Init COMPLETE`.
+NCCL_INIT_STEPS = (
+    ("Init START", ("Init START",)),
+    ("bootstrap", (" localRanks ", "Bootstrap timings")),
+    ("connection setup", ("] via P2P", "] via NET", "] via SHM", "] [send] via ",
+                          "] [receive] via ")),
+    ("rings connected", ("Connected all rings",)),
+    ("trees connected", ("Connected all trees", "Connected NVLS", "Connected collnet")),
+    ("Init COMPLETE", ("- Init COMPLETE",)),
+)
+# NCCL's own words that a peer went away (the rank saying it is a victim): a refused or closed
+# connection to a peer, a remote error
+NCCL_PEER_LOST = ("Connection refused", "Connection closed by remote peer", "remote process exited",
+                  "Connection reset by peer", "ncclRemoteError")
+# py-spy's thread line (its next line is the top frame: `    all_reduce (torch/…:2501)`)
+PYSPY_THREAD = ': "MainThread"'
 ALL_STEMS = tuple(sorted({*CRASH_STEMS, *CASCADE_STEMS, *TIMEOUT_STEMS, *SGLANG_WATCHDOG_STEMS,
                           *DUMP_STEMS, *HEALTH_STEMS, *PEER_STEMS, *TRANSFER_STEMS,
                           *BOOTSTRAP_STEMS, *VICTIM_STEMS, NCCL_INIT_TRACE,
                           *CHILD_FAILED_STEMS, *STORE_STEMS, *RDMA_STEMS, INTERRUPTED,
-                          "Pyspy dump", "NCCL WARN",
+                          "Pyspy dump", "NCCL WARN", PYSPY_THREAD, *NCCL_PEER_LOST,
+                          *(stem for _, stems in NCCL_INIT_STEPS[1:-1] for stem in stems),
                           *(stem for _, begins, ends in PHASES for stem in begins + ends)}))
 # Lines a serving scheduler prints while it makes progress (only the ranks that print batch
 # statistics: attention-TP rank 0 of each DP rank, and only while they have requests)
 PROGRESS_STEMS = ["] Decode batch", "] Prefill batch"]
+# glog's fatal severity (`[F1129 10:00:00.123 ProcessGroupNCCL.cpp:1400] …`, behind `[rank3]:`):
+# LOG(FATAL) aborts the process
+GLOG_FATAL = r"(?:^|\]:)\s*\[F\d{3,4} \d\d:\d\d:\d\d"
 STALL_SECONDS = 120.0
 SKEW_SECONDS = 2.0
 
@@ -141,13 +164,23 @@ class Finding:
     evidence: list[dict[str, Any]] = field(default_factory=list)
     progress: list[dict[str, Any]] = field(default_factory=list)  # per member, for the table
     waiting: list[dict[str, Any]] = field(default_factory=list)
+    # processes of the incident whose logs are not in the set: nothing can be said of them
+    unknown: list[dict[str, Any]] = field(default_factory=list)
+    # what followed from this finding (a torch abort after a timeout, a waiting member's
+    # watchdog): kind, severity, summary, first_ts, evidence of each
+    consequences: list[dict[str, Any]] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {"kind": self.kind, "severity": self.severity, "summary": self.summary,
                 "processes": self.processes, "group": self.group,
                 "group_members": self.group_members, "seq": self.seq, "op": self.op,
                 "first_ts": self.first_ts, "last_ts": self.last_ts, "evidence": self.evidence,
-                "waiting": self.waiting, "progress": self.progress}
+                "waiting": self.waiting, "progress": self.progress,
+                "unknown_processes": self.unknown, "consequences": self.consequences}
+
+    def as_consequence(self) -> dict[str, Any]:
+        return {"kind": self.kind, "severity": self.severity, "summary": self.summary,
+                "first_ts": self.first_ts, "evidence": self.evidence[:4]}
 
 
 @dataclass
@@ -175,6 +208,25 @@ class Context:
             pl.int_range(pl.len(), dtype=pl.UInt64).alias("order"),
             pl.col("host").alias("eff_host")))
 
+    def absent(self, procs: Iterable[int]) -> list[int]:
+        """The processes of `procs` whose logs are not in the set: no line of their own, and no
+        file holds lines of two processes of their node (a node's or a combined file would
+        hold theirs too: then they are silent, not absent)."""
+        missing = sorted(p for p in set(procs) if p not in self.people)
+        if not missing or self.topology is None:
+            return missing
+        seen = pl.concat([self.events.select("file_id", "proc"),
+                          self.last.select("file_id", "proc") if self.last.height else
+                          pl.DataFrame(schema={"file_id": pl.UInt32, "proc": pl.UInt32})],
+                         how="vertical_relaxed").drop_nulls().unique()
+        processes = self.topology.processes
+        node = {p: processes[p].node_rank for p in seen["proc"].to_list() if p < len(processes)}
+        shared: set[int | None] = set()
+        for (_,), rows in seen.group_by("file_id"):
+            nodes = [node.get(int(p)) for p in rows["proc"].to_list()]
+            shared |= {n for n in nodes if nodes.count(n) > 1}
+        return [p for p in missing if p >= len(processes) or processes[p].node_rank not in shared]
+
     def who(self, procs: Iterable[int]) -> list[dict[str, Any]]:
         return [self.people[p] for p in sorted(set(procs)) if p in self.people]
 
@@ -195,7 +247,7 @@ _EVENT_SCHEMA: dict[str, pl.DataType] = {"_sk": pl.Int64(), "file_id": pl.UInt32
                  "last_enqueued": pl.Int64(), "last_completed": pl.Int64(), "comm": pl.String(),
                  "comm_id": pl.String(),
                  "comm_rank": pl.Int32(), "comm_nranks": pl.Int32(), "nccl_phase": pl.String(),
-                 "_next": pl.String()}
+                 "_next": pl.String(), "stream": pl.String()}
 
 
 def event_rows(frame: pl.DataFrame) -> pl.DataFrame:
@@ -204,14 +256,32 @@ def event_rows(frame: pl.DataFrame) -> pl.DataFrame:
     # (the rules read the message: under a wrapper, the line without it; `msg` is null on
     # most rows, so testing it as well costs little, and only the hits are rewritten)
     wrapped = "msg" in frame.columns
-    found = pl.col("text").str.contains(_STEMS) | pl.col("text").str.contains(CHILD_DIED)
+    if "_next" not in frame.columns:
+        frame = frame.with_columns(pl.lit(None, pl.String).alias("_next"))
+    if "stream" not in frame.columns:  # (the wrapper stream a line came through, when known)
+        frame = frame.with_columns(pl.lit(None, pl.String).alias("stream"))
+    stem = pl.col("text").str.contains(_STEMS)
+    # a message hard-wrapped at a fixed column, by the terminal or after a `\`: its stem may
+    # be cut in two, so the line joined with the next physical line is read too
+    joined = pl.col("text").str.strip_suffix("\\") + pl.col("_next")
+    cut = (pl.col("_next").is_not_null() & ~stem & joined.str.contains(_STEMS)).fill_null(False)
+    found = (stem | cut | pl.col("text").str.contains(CHILD_DIED)
+             | pl.col("text").str.contains(GLOG_FATAL))
     if wrapped:
         found |= pl.col("msg").str.contains(CHILD_DIED).fill_null(False)
-    hits = frame.filter(found | pl.col("comm_id").is_not_null()
-                        | pl.col("torch_rank").is_not_null())
+    hits = frame.with_columns(_cut=cut).filter(
+        found | pl.col("comm_id").is_not_null() | pl.col("torch_rank").is_not_null())
     if wrapped:
         hits = hits.with_columns(pl.coalesce("msg", "text").alias("text"))
-    return hits.select(pl.col(name).cast(dtype) for name, dtype in _EVENT_SCHEMA.items())
+    hits = hits.with_columns(pl.when("_cut").then(
+        pl.col("text").str.strip_suffix("\\") + pl.col("_next")).otherwise("text").alias("text"))
+    # NCCL's connection setup prints a line per channel and peer: the first of each run of
+    # them per process is enough to say a rank got there
+    setup = _contains_any(NCCL_INIT_STEPS[2][1])
+    if {"host", "pid"} <= set(hits.columns):
+        hits = hits.filter(~setup | ~setup.shift(1).over("host", "pid").fill_null(False))
+    return hits.select(pl.col(name).cast(dtype) if name in hits.columns
+                       else pl.lit(None, dtype).alias(name) for name, dtype in _EVENT_SCHEMA.items())
 
 
 def merge_people(parts: list[pl.DataFrame]) -> dict[int, dict[str, Any]]:
@@ -352,3 +422,36 @@ def _person(ctx: Context, proc: int) -> dict[str, Any]:
         return ctx.people.get(proc, {})
     process = ctx.topology.processes[proc]
     return {name: getattr(process, name) for name in COORDINATES} | {"host": None, "pid": None}
+
+
+_FRAME_NAME = regex.compile(r"^\s*([^\s(]+) \(")
+
+
+def stack_tops(ctx: Context, procs: Iterable[int]) -> dict[int, str]:
+    """proc -> the function at the top of its main thread's py-spy dump (`Thread 4113 (idle):
+    "MainThread"` / `    all_reduce (torch/distributed/distributed_c10d.py:2501)`), the last
+    dump of each process."""
+    wanted = sorted(set(procs))
+    rows = ctx.events.filter(pl.col("proc").is_in(wanted) & pl.col("_next").is_not_null()
+                             & pl.col("text").str.contains(PYSPY_THREAD, literal=True)
+                             & pl.col("text").str.starts_with("Thread "))
+    tops: dict[int, str] = {}
+    for proc, frame in rows.sort("order").select("proc", "_next").iter_rows():
+        found = _FRAME_NAME.match(str(frame))
+        if found:
+            tops[int(proc)] = found.group(1)
+    return tops
+
+
+def stack_groups(tops: dict[int, str]) -> tuple[str, list[int]]:
+    """(`15 in all_reduce, 1 in synchronize`, the odd one out): the dumped processes grouped by
+    their top frame; a single process whose top frame differs from that of all the others
+    (two or more, all in one frame) is the odd one."""
+    groups: dict[str, list[int]] = {}
+    for proc, frame in tops.items():
+        groups.setdefault(frame, []).append(proc)
+    ranked = sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0]))
+    text = ", ".join(f"{len(procs)} in {frame}" for frame, procs in ranked)
+    odd = (ranked[1][1] if len(ranked) == 2 and len(ranked[1][1]) == 1
+           and len(ranked[0][1]) >= 2 else [])
+    return text, odd

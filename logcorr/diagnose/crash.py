@@ -22,7 +22,9 @@ from logcorr.diagnose.context import (
     CHILD_FAILED_STEMS,
     CRASH_STEMS,
     CUDA_FAULT_STEMS,
+    GLOG_FATAL,
     NCCL_INIT_TRACE,
+    NCCL_PEER_LOST,
     REAPED_STEMS,
     TIMEOUT_STEMS,
     VICTIM_STEMS,
@@ -46,7 +48,8 @@ def crash_findings(ctx: Context) -> list[Finding]:
     """The first fatal event of each process; the earliest overall is the root, later crashes
     and the SIGQUIT cascade hang off it."""
     rows = ctx.events
-    fatal = rows.filter((_contains_any(CRASH_STEMS) | pl.col("text").str.contains(CHILD_DIED))
+    fatal = rows.filter((_contains_any(CRASH_STEMS) | pl.col("text").str.contains(CHILD_DIED)
+                         | pl.col("text").str.contains(GLOG_FATAL))
                         & ~pl.col("text").str.contains("NCCL WARN", literal=True)
                         & ~pl.col("text").str.contains(_CLEAN_EXIT))
     fatal = _named_by_pid(ctx, _not_interrupted(rows, fatal.filter(
@@ -278,15 +281,22 @@ def _victims(events: pl.DataFrame, firsts: pl.DataFrame) -> pl.DataFrame:
     first fatal line (`ValueError: TP rank 1 could finish the model loading, but …`), or on a
     line of its own in the minute before it (torch's Gloo barrier line comes before the
     scheduler's exception)."""
+    nccl = _nccl_peer_lost(events)
     said = events.filter(_contains_any(VICTIM_STEMS) & pl.col("proc").is_not_null()).select(
-        "proc", "file_id", "record", "order", "ts_full")
+        "proc", "file_id", "record", "order", "ts_full",
+        _nccl=pl.lit(False)).vstack(nccl.select("proc", "file_id", "record", "order", "ts_full",
+                                                _nccl=pl.lit(True)))
     fatal = firsts.select("proc", _file=pl.col("file_id"), _record=pl.col("record"),
                           _order=pl.col("order"), _ts=pl.col("ts_full"))
     joined = said.join(fatal, on="proc")
     own_record = (pl.col("file_id") == pl.col("_file")) & (pl.col("record") == pl.col("_record"))
     recent = (pl.col("ts_full").is_not_null() & pl.col("_ts").is_not_null()
               & (pl.col("ts_full") >= pl.col("_ts") - _VICTIM_WINDOW))
-    before = (pl.col("order") <= pl.col("_order")) & recent
+    # (NCCL's own lines print no time of their own: a refused or closed connection to a peer
+    # on the process's NCCL lines before its failure, within ten minutes when they have one)
+    nccl_recent = pl.col("_nccl") & (pl.col("ts_full").is_null() | pl.col("_ts").is_null()
+                                     | (pl.col("ts_full") >= pl.col("_ts") - _WARN_WINDOW))
+    before = (pl.col("order") <= pl.col("_order")) & (recent | nccl_recent)
     return (joined.filter((own_record | before).fill_null(False)).select("proc").unique()
             .with_columns(_victim=pl.lit(True)))
 
@@ -311,6 +321,17 @@ def _first_not_victim(firsts: pl.DataFrame) -> pl.DataFrame:
 
 
 _PEER_RANK = regex.compile(r"waiting for send/recv from rank (\d+)")
+# the peer an NCCL WARN names: `Connect to 10.0.0.2<43821> failed`, `Connection closed by
+# remote peer gpu-node-1<43224>`, `Call to recv from 10.0.0.2<34567> failed`
+_NCCL_PEER = regex.compile(r"(?:[Cc]onnect to|remote peer|from|peer) \[?([\w.:\-]+?)\]?<(\d+)>")
+
+
+def _nccl_peer_lost(events: pl.DataFrame) -> pl.DataFrame:
+    """NCCL WARN lines of a process saying its connection to a peer was refused or closed, or
+    that the remote process exited: the process is a victim of that peer."""
+    return events.filter(pl.col("proc").is_not_null()
+                         & pl.col("text").str.contains("NCCL WARN", literal=True)
+                         & _contains_any(NCCL_PEER_LOST))
 
 
 def _blamed_peer(events: pl.DataFrame, firsts: pl.DataFrame) -> str:
@@ -318,6 +339,13 @@ def _blamed_peer(events: pl.DataFrame, firsts: pl.DataFrame) -> str:
     it waited for; SGLang's load check names none."""
     said = events.filter(pl.col("proc").is_in(firsts["proc"].to_list())
                          & _contains_any(VICTIM_STEMS))["text"].to_list()
+    nccl = _nccl_peer_lost(events).filter(pl.col("proc").is_in(firsts["proc"].to_list()))
+    peers = sorted({m.group(1) for t in nccl["text"].to_list()
+                    if (m := _NCCL_PEER.search(str(t)))})
+    if peers:
+        return (f" (NCCL's own lines on the failing process(es) say a connection to "
+                f"{', '.join(peers[:4])} was refused or closed: the process there failed "
+                "first; check its logs)")
     ranks = sorted({int(m.group(1)) for t in said if (m := _PEER_RANK.search(str(t)))})
     if ranks:
         return (f" (torch's monitored barrier names rank(s) {ranks} of its process group; "

@@ -8,6 +8,7 @@ progress when its only lines carry no SeqNum."""
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta
 from typing import Any
 
 import polars as pl
@@ -141,26 +142,75 @@ def _replica_blind_hangs(ctx: Context, topology: Topology) -> list[Finding]:
             instances.setdefault((group, topology.group_instance(group, world)), []).append(row)
     stuck = ctx.events.filter(pl.col("proc").is_not_null()
                             & _contains_any(SGLANG_WATCHDOG_STEMS + ("Pyspy dump",)))
+    world, replicas = topology.sizes.world, topology.sizes.replicas
     findings = []
     for (group, members), rows in sorted(instances.items()):
-        silent = set(members) - {r["torch_rank"] for r in rows}
+        timed = {r["torch_rank"] for r in rows}
+        silent = set(members) - timed
         seq = max((r["seq"] for r in rows if r["seq"] is not None), default=None)
-        suspects = stuck.filter(pl.col("proc").is_in(
-            [r * topology.sizes.world + w for r in range(topology.sizes.replicas) for w in silent]))
-        procs = sorted(set(suspects["proc"].to_list()))
+        first = min((r["ts_full"] for r in rows if r["ts_full"]), default=None)
+        # the replica, from what other lines of the same time say: the silent member's own
+        # watchdog / stack dump (its DP prefix), the waiting members' SGLang watchdogs, and
+        # which replicas went on printing batches after the timeouts
+        own = stuck.filter(pl.col("proc").is_in([r * world + w for r in range(replicas)
+                                                 for w in silent]))
+        near = _near(stuck, first).filter(
+            pl.col("proc").is_in([r * world + w for r in range(replicas) for w in timed])
+            & _contains_any(SGLANG_WATCHDOG_STEMS))
+        said = {int(p) // world for p in own["proc"].to_list() + near["proc"].to_list()}
+        healthy = _went_on(ctx, first, replicas, world)
+        places = said - healthy if said else set(range(replicas)) - healthy
         op = next((r["op"] for r in rows if r["op"]), None)
         where = (f"world rank(s) {sorted(silent)} never reached it" if silent else
                  "every member timed out")
         summary = (f"{group} group {list(members)} hangs in {op or 'a collective'} SeqNum {seq}: "
                    f"{where}; torch's lines do not say which native-DP replica they come from")
-        summary += (", and the culprit's own watchdog / stack dump (with its DP prefix) names "
-                    "its replica" if procs else ", and no culprit line names a replica")
-        cited = pl.concat([suspects.select("file_id", "line"), _places(rows)])
-        first = min((r["ts_full"] for r in rows if r["ts_full"]), default=None)
+        procs: list[int] = []
+        waiting: list[int] = []
+        if len(places) == 1 and (said or healthy):
+            replica = places.pop()
+            procs = sorted(replica * world + w for w in silent)
+            waiting = sorted(replica * world + w for w in timed)
+            reasons = []
+            if own.height:
+                reasons.append("the silent member's own watchdog / stack dump (its DP prefix)")
+            if near.height:
+                ranks = sorted({int(p) % world for p in near["proc"].to_list()})
+                reasons.append(f"SGLang's watchdog fired on replica {replica}'s world rank(s) "
+                               f"{ranks} at the same time")
+            if healthy:
+                reasons.append(f"replica(s) {sorted(healthy)} went on printing batches")
+            summary += (f"; the hang is in replica {replica} (decided by: "
+                        f"{'; '.join(reasons)})")
+        else:
+            summary += (f"; which replica cannot be told: the other lines point to replicas "
+                        f"{sorted(said)}" if len(said) > 1 else
+                        "; which replica cannot be told: no other line of that time names it")
+        cited = pl.concat([own.select("file_id", "line"), near.select("file_id", "line"),
+                           _places(rows)])
         findings.append(Finding("collective-hang", "error", summary, ctx.who(procs), group=group,
                                 group_members=list(members), seq=seq, op=op,
-                                first_ts=_iso(first), evidence=ctx.cite(cited, 12)))
+                                first_ts=_iso(first), evidence=ctx.cite(cited, 12),
+                                waiting=ctx.who(waiting)))
     return findings
+
+
+_NEAR = timedelta(minutes=10)
+
+
+def _near(rows: pl.DataFrame, when: datetime | None) -> pl.DataFrame:
+    """`rows` within ten minutes of `when` (none without a time)."""
+    if when is None:
+        return rows.clear()
+    return rows.filter(pl.col("ts_full").is_between(when - _NEAR, when + _NEAR))
+
+
+def _went_on(ctx: Context, when: datetime | None, replicas: int, world: int) -> set[int]:
+    """Replicas some of whose schedulers printed a batch line after `when`."""
+    if when is None or ctx.progress.height == 0:
+        return set()
+    later = ctx.progress.filter(pl.col("ts_full") > when)["proc"].to_list()
+    return {int(p) // world for p in later if int(p) // world < replicas}
 
 
 def _hang(ctx: Context, topology: Topology, replica: int, group: str, members: tuple[int, ...],
