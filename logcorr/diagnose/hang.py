@@ -21,6 +21,7 @@ from logcorr.diagnose.context import (
     Finding,
     _contains_any,
     _iso,
+    _person,
     _places,
 )
 from logcorr.topology import Topology
@@ -266,7 +267,7 @@ def _hang(ctx: Context, topology: Topology, replica: int, group: str, members: t
     return Finding("collective-hang", "error", summary, ctx.who(culprits), group=group,
                    group_members=list(members), seq=waited, op=op, first_ts=_iso(first),
                    last_ts=_iso(last), evidence=evidence, waiting=ctx.who(waiting),
-                   progress=progress)
+                   progress=progress, unknown=[_person(ctx, p) for p in sorted(unseen)])
 
 
 def _progress(ctx: Context, procs: dict[int, int], rows: list[dict[str, Any]]

@@ -8,12 +8,14 @@ members' comm ranks do not fit one group instance; who to blame for an unreachab
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 import polars as pl
 import regex
 
 from logcorr.diagnose.context import (
+    NCCL_INIT_STEPS,
     PHASES,
     STALL_SECONDS,
     STORE_STEMS,
@@ -69,25 +71,40 @@ def init_findings(ctx: Context) -> list[Finding]:
             "storage), or the logs end there", waiting=ctx.who(procs),
             first_ts=_iso(min((r["ts_full"] for _, r in at_best if r["ts_full"]), default=None)),
             evidence=ctx.cite(_places(r for _, r in at_best))))
+    nccl = [f for f in findings if f.processes]
     for index, items in sorted(stuck.items()):
         name = PHASES[index][0]
         procs = [p for p, _ in items]
         rows_cited = _places(r for _, r in items)
-        findings.append(Finding(
+        finding = Finding(
             "init-hang", "error",
             f"{len(procs)} process(es) began {name} and never finished it while others got "
             f"further: {', '.join(_name(ctx.people[p]) for p in sorted(procs))}",
             ctx.who(procs), first_ts=_iso(min((r["ts_full"] for _, r in items if r["ts_full"]),
                                               default=None)),
-            evidence=ctx.cite(rows_cited)))
+            evidence=ctx.cite(rows_cited))
+        # (the same processes stuck in an NCCL communicator's init: one incident)
+        same = next((f for f in nccl if finding.processes
+                     and _keys(finding.processes) <= _keys(f.processes)), None)
+        if same is not None:
+            same.consequences.append(finding.as_consequence())
+        else:
+            findings.append(finding)
     return findings
+
+
+def _keys(people: list[dict[str, Any]]) -> set[tuple[Any, Any]]:
+    return {(p.get("replica"), p.get("world_rank")) for p in people}
 
 
 def _nccl_init_findings(ctx: Context) -> list[Finding]:
     """A communicator (commId) whose `Init START` some members logged without COMPLETE.
-    NCCL's bootstrap needs every rank: when none completed and some comm ranks never logged
-    START, those ranks are the ones the others wait for (named when the members that did log
-    fit one group instance of the topology); the ones that started are waiting."""
+    With some members complete, the ones that are not are the culprits. With none complete,
+    NCCL's bootstrap waits for every rank: comm ranks that never logged START while their logs
+    are here are the culprits (mapped to processes through the one group instance the others
+    fit), those whose logs are not here are unknown; when every rank started, the ranks that
+    got least far through init (bootstrap, connection setup, rings, trees) are the suspects
+    and the others waiting."""
     nccl = _split_ids(ctx.events.filter(pl.col("comm_id").is_not_null()
                                         & pl.col("nccl_phase").is_not_null()))
     findings = []
@@ -104,25 +121,116 @@ def _nccl_init_findings(ctx: Context) -> list[Finding]:
         summary = (f"NCCL communicator {name} (nranks {nranks if nranks else '?'}): "
                    f"{hung.height} rank(s) logged Init START and never Init COMPLETE")
         if done:
+            completed = group.filter(pl.col("nccl_phase") == "Init COMPLETE")["proc"]
             findings.append(Finding("init-hang", "error", summary + f" while {len(done)} "
                                     "completed", ctx.who(hung["proc"].drop_nulls().to_list()),
-                                    evidence=ctx.cite(hung)))
+                                    evidence=ctx.cite(hung),
+                                    waiting=ctx.who(completed.drop_nulls().to_list())))
             continue
         ranks = set(started["comm_rank"].drop_nulls().to_list())
         absent = sorted(set(range(nranks)) - ranks) if nranks else []
-        culprits = _absent_members(ctx, started, nranks, absent) if absent else []
-        if absent:
-            summary += (f"; comm rank(s) {absent} never logged Init START, and NCCL's bootstrap "
-                        "waits for every rank")
+        members = _absent_members(ctx, started, nranks, absent) if absent else []
+        unknown = ctx.absent(members)
+        culprits = [p for p in members if p not in unknown]
+        waiting = hung["proc"].drop_nulls().unique(maintain_order=True).to_list()
+        cited = hung
+        if absent and members:
+            comm_rank = dict(zip(members, absent))
             if culprits:
-                summary += f" ({', '.join(_name(_person(ctx, p)) for p in culprits)})"
+                summary += (f"; comm rank(s) {[comm_rank[p] for p in culprits]} never logged "
+                            f"Init START ({', '.join(_name(_person(ctx, p)) for p in culprits)}"
+                            "; their logs are here), and NCCL's bootstrap waits for every rank")
+            if unknown:
+                summary += (f"; comm rank(s) {[comm_rank[p] for p in unknown]} "
+                            f"({', '.join(_name(_person(ctx, p)) for p in unknown)}) left no "
+                            "log in this set, so how far they got is unknown (look here next: "
+                            f"{_their_logs(ctx, unknown)})")
+        elif absent:
+            summary += (f"; comm rank(s) {absent} logged no Init START in these logs (their "
+                        "processes cannot be placed in one group instance, and their logs may "
+                        "be missing: look here next)")
         else:
-            summary += "; every rank started, so the bootstrap itself (network, ports) stalls"
-        findings.append(Finding("init-hang", "error", summary,
-                                [_person(ctx, p) for p in culprits],
-                                evidence=ctx.cite(hung),
-                                waiting=ctx.who(hung["proc"].drop_nulls().to_list())))
+            steps = _init_steps(ctx.events, hung)
+            reached = {s for s in steps.values()}
+            if len(reached) > 1:
+                low = min(reached)
+                culprits = sorted({int(p) for (h, pid), s in steps.items() if s == low
+                                   for p in hung.filter((pl.col("host") == h)
+                                                        & (pl.col("pid") == pid))["proc"]
+                                   .drop_nulls().to_list()})
+                waiting = [p for p in waiting if p not in culprits]
+                behind = sum(1 for s in steps.values() if s == low)
+                summary += (f"; {behind} rank(s) got no further than "
+                            f"{NCCL_INIT_STEPS[low][0]} while the others reached "
+                            + ", ".join(f"{NCCL_INIT_STEPS[s][0]} ({n})" for s, n in sorted(
+                                _count(steps.values()).items()) if s != low)
+                            + " (decided by the NCCL init step each rank reached: the ranks "
+                            "that got least far are the suspects)")
+                cited = pl.concat([hung.select("file_id", "line"),
+                                   _step_rows(ctx.events, hung).select("file_id", "line")])
+            else:
+                step = NCCL_INIT_STEPS[reached.pop()][0] if reached else "Init START"
+                summary += (f"; every rank started and all got as far as {step}, so the "
+                            "bootstrap itself (network, ports) stalls")
+        findings.append(Finding("init-hang", "error", summary, ctx.who(culprits),
+                                evidence=ctx.cite(cited), waiting=ctx.who(waiting),
+                                unknown=[_person(ctx, p) for p in unknown]))
     return sorted(findings, key=lambda f: f.summary)
+
+
+def _count(values: Iterable[int]) -> dict[int, int]:
+    counts: dict[int, int] = {}
+    for value in values:
+        counts[value] = counts.get(value, 0) + 1
+    return counts
+
+
+def _step_rows(events: pl.DataFrame, hung: pl.DataFrame) -> pl.DataFrame:
+    """The NCCL init lines (NCCL_INIT_STEPS between START and COMPLETE) that the processes of
+    `hung` printed after their `Init START` and before any later START of theirs, with
+    `_step` (the step's index)."""
+    starts = (events.filter(pl.col("nccl_phase") == "Init START")
+              .select("host", "pid", _next_start=pl.col("order")))
+    mine = hung.select("host", "pid", _start=pl.col("order"))
+    later = (mine.join(starts, on=["host", "pid"])
+             .filter(pl.col("_next_start") > pl.col("_start"))
+             .group_by("host", "pid", "_start").agg(pl.col("_next_start").min()))
+    step = pl.lit(None, pl.Int32)
+    for index, (_, stems) in enumerate(NCCL_INIT_STEPS[1:-1], start=1):
+        step = pl.when(_contains_any(stems)).then(pl.lit(index, pl.Int32)).otherwise(step)
+    return (events.filter(pl.col("comm_id").is_null() | pl.col("nccl_phase").is_null())
+            .with_columns(_step=step).filter(pl.col("_step").is_not_null())
+            .join(mine.join(later, on=["host", "pid", "_start"], how="left"),
+                  on=["host", "pid"])
+            .filter((pl.col("order") > pl.col("_start"))
+                    & (pl.col("_next_start").is_null()
+                       | (pl.col("order") < pl.col("_next_start")))))
+
+
+def _init_steps(events: pl.DataFrame, hung: pl.DataFrame) -> dict[tuple[str, int], int]:
+    """(host, pid) -> the furthest init step (index into NCCL_INIT_STEPS) each process of
+    `hung` reached after its `Init START`."""
+    reached = {(h, int(p)): 0 for h, p in hung.select("host", "pid").iter_rows()
+               if p is not None}
+    rows = _step_rows(events, hung).group_by("host", "pid").agg(pl.col("_step").max())
+    for host, pid, step in rows.iter_rows():
+        reached[(host, int(pid))] = max(reached.get((host, int(pid)), 0), int(step))
+    return reached
+
+
+def _their_logs(ctx: Context, procs: list[int]) -> str:
+    """`node 1's log` / `the logs of world ranks [8, 9]`: where the unknown processes' lines
+    would be."""
+    topology = ctx.topology
+    if topology is None:
+        return "their logs"
+    nodes = sorted({topology.processes[p].node_rank for p in procs
+                    if p < len(topology.processes)})
+    whole = [n for n in nodes if all(topology.processes[q].node_rank != n or q in procs
+                                     for q in range(len(topology.processes)))]
+    if whole and len(whole) == len(nodes):
+        return ", ".join(f"node {n}'s log" for n in whole)
+    return f"the logs of {', '.join(_name(_person(ctx, p)) for p in procs)}"
 
 
 _STORE_ADDRESS = regex.compile(r"trying to connect to \(([^,()\s]+), (\d+)\)"
