@@ -140,6 +140,24 @@ class TestPySpyStacks:
         assert ranks(root.waiting) == [0, 1, 3]
 
 
+    def test_a_hang_where_every_member_timed_out_is_decided_by_the_stacks(
+            self, tmp_path: Path) -> None:
+        """Every member of the TP4 group timed out on the same SeqNum; TP2's dump shows it in
+        cudaStreamSynchronize, the others in all_reduce."""
+        logs = tmp_path / "logs"
+        for rank in range(4):
+            top = "synchronize (torch/cuda/streams.py:225)" if rank == 2 else \
+                "all_reduce (torch/distributed/distributed_c10d.py:2501)"
+            write(logs, f"rank{rank}.log", [
+                batch(f"TP{rank}", 60), *torch_timeout(rank),
+                *pyspy(f"TP{rank}", 672, 4000 + rank, f"TP{rank}", [top])])
+        found = analyze([logs], config=config(tmp_path, {"tp_size": 4})).findings
+        hang = next(f for f in found if f.kind == "collective-hang")
+        assert ranks(hang.processes) == [2]
+        assert "decided by the py-spy stacks" in hang.summary
+        assert "py-spy stacks: 3 in all_reduce, 1 in synchronize" in hang.summary
+
+
 # --------------------------------------------------------------------------- replicas
 
 
@@ -301,6 +319,29 @@ class TestVictimsFromNcclWords:
         assert "10.0.0.2" in crash.summary
 
 
+    def test_a_rank_whose_only_words_are_nccl_s_is_a_victim(self, tmp_path: Path) -> None:
+        """TP1's NCCL WARN says its connection to a peer was refused and it fails first with
+        an NCCL system error; TP0 fails 20 s later with its own CUDA error: TP0 is the root."""
+        logs = tmp_path / "logs"
+        write(logs, "rank1.log", [
+            batch("TP1", 60),
+            "gpu-node-0:4007:4107 [1] misc/socket.cc:484 NCCL WARN socketStartConnect: Connect to "
+            "10.0.0.1<43821> failed : Connection refused",
+            f"[{stamp(75)} TP1] Scheduler hit an exception: Traceback (most recent call last):",
+            '  File "/sgl/srt/managers/scheduler.py", line 2912, in run_scheduler_process',
+            "torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:3356, "
+            "unhandled system error (run with NCCL_DEBUG=INFO for details), NCCL version 2.21.5"])
+        write(logs, "rank0.log", [
+            batch("TP0", 60),
+            f"[{stamp(95)} TP0] Scheduler hit an exception: Traceback (most recent call last):",
+            '  File "/sgl/srt/managers/scheduler.py", line 2912, in run_scheduler_process',
+            "RuntimeError: CUDA error: an illegal memory access was encountered"])
+        found = analyze([logs], config=config(tmp_path, {"tp_size": 2})).findings
+        crash = next(f for f in found if f.kind == "crash")
+        assert ranks(crash.processes) == [0]
+        assert ranks(crash.waiting) == [1]
+
+
 # --------------------------------------------------------------------------- one verdict
 
 
@@ -324,6 +365,28 @@ class TestOneIncidentOneVerdict:
         assert ranks(root.waiting) == [0, 1, 3]
         assert sorted(c["kind"] for c in root.consequences) == ["crash", "watchdog-timeout"]
         assert found[0] is root
+
+    def test_attention_dp_hang_with_aborts_is_one_verdict(self, tmp_path: Path) -> None:
+        """TP16 with 8 attention-DP ranks, one file per rank: rank 9 never reached the
+        all-reduce; the 15 others timed out, their SGLang watchdogs fired and each was
+        aborted (`Fatal Python error: Aborted`, rank 4's first): one verdict, naming rank 9."""
+        logs = tmp_path / "logs"
+        for rank in range(16):
+            prefix = f"DP{rank // 2} TP{rank} EP{rank}"
+            lines = [batch(prefix, 60)]
+            if rank != 9:
+                lines += torch_timeout(rank)
+                lines += [sglang_watchdog(prefix, 671),
+                          f"[{stamp(672 if rank == 4 else 673)} {prefix}] Fatal Python error: "
+                          "Aborted"]
+            write(logs, f"rank{rank}.log", lines)
+        found = analyze([logs], config=config(tmp_path, {
+            "tp_size": 16, "dp_size": 8, "enable_dp_attention": True, "nnodes": 2,
+            "ep_size": 16, "moe_a2a_backend": "deepep"})).findings
+        [root] = errors(found)
+        assert root.kind == "collective-hang" and ranks(root.processes) == [9]
+        assert len(root.waiting) == 15
+        assert {c["kind"] for c in root.consequences} == {"crash", "watchdog-timeout"}
 
     def test_report_json_separates_culprits_waiting_and_unknown(self, tmp_path: Path) -> None:
         logs = tmp_path / "logs"

@@ -23,6 +23,8 @@ from logcorr.diagnose.context import (
     _iso,
     _person,
     _places,
+    stack_groups,
+    stack_tops,
 )
 from logcorr.topology import Topology
 
@@ -238,15 +240,28 @@ def _hang(ctx: Context, topology: Topology, replica: int, group: str, members: t
     silent = set(procs) - reported - unseen - dumped
     culprits = behind | silent
     waiting = reported - behind
+    tops = stack_tops(ctx, procs)
+    groups, odd = stack_groups(tops)
+    by_stack = not culprits and bool(odd) and not unseen
+    if by_stack:  # every member timed out, one's py-spy stack is elsewhere
+        culprits, waiting = set(odd), waiting - set(odd)
     first = min((r["ts_full"] for r in rows if r["ts_full"]), default=None)
     last = max((r["ts_full"] for r in rows if r["ts_full"]), default=None)
     op = ops[0] if ops else None
-    if culprits:
+    if by_stack:
+        summary = (f"{group} group {list(members)} (replica {replica}) hangs in "
+                   f"{op or 'a collective'} SeqNum {waited}: every member timed out, and "
+                   f"world rank {procs[odd[0]]}'s py-spy stack is not where the others' are "
+                   "(decided by the py-spy stacks)")
+    elif culprits:
         names = ", ".join(f"world rank {procs[p]}" for p in sorted(culprits))
         how = ("never reached" if silent and not behind else "is behind on")
         summary = (f"{group} group {list(members)} (replica {replica}) hangs in "
                    f"{op or 'a collective'} SeqNum {waited}: {names} {how} it while "
-                   f"{len(waiting)} member(s) timed out waiting")
+                   f"{len(waiting)} member(s) timed out waiting"
+                   + (" (decided by which members' torch watchdog reported the timeout)"
+                      if how == "never reached" else
+                      " (decided by the SeqNum each member enqueued)"))
         if {procs[p] for p in culprits} & crashed:
             summary += " (the culprit crashed: see the crash finding)"
         if unseen:
@@ -255,7 +270,10 @@ def _hang(ctx: Context, topology: Topology, replica: int, group: str, members: t
     else:
         summary = (f"{group} group {list(members)} (replica {replica}): every member in the logs "
                    f"timed out waiting on SeqNum {waited}; the missing participant is outside "
-                   "these logs")
+                   "these logs" + (f" (look here next: the logs of world rank(s) "
+                                   f"{sorted(procs[p] for p in unseen)})" if unseen else ""))
+    if tops:
+        summary += f"; py-spy stacks: {groups}"
     if dumped:
         summary += (f"; world rank(s) {sorted(procs[p] for p in dumped)} only reported a "
                     "timeout without its SeqNum (a debug dump, or torch taking the process down), "

@@ -62,7 +62,9 @@ def watchdog_findings(ctx: Context, earlier: list[Finding]) -> list[Finding]:
                f"progress for longer than {limit}"
                + (" (a slow step: a soft watchdog only dumps state, and the process may have "
                   "gone on)" if soft else " (the process hung)"))
-    suspects, waiting, unknown = people, [], []
+    suspects = people
+    waiting: list[dict[str, Any]] = []
+    unknown: list[dict[str, Any]] = []
     odd = None if soft else _odd_one_out(ctx, [int(p) for p in firsts["proc"]])
     if odd is not None:
         suspects, waiting, unknown, said = odd
