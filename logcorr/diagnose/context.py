@@ -236,7 +236,9 @@ class Context:
         return [{"file": self.files.get(f, "?"), "line": int(n)} for f, n in places.iter_rows()]
 
 
-_ORDER = ["_sk", "file_id", "line", "part"]  # the timeline order (see logcorr.stream)
+_ORDER = ["_sk", "file_id", "line", "part"]
+_LONGEST = max(len(s) for s in ALL_STEMS)
+_WRAP_MIN = 60  # (a line wrapped at a fixed column is at least this long)  # the timeline order (see logcorr.stream)
 _STEMS = "|".join(regex.escape(s) for s in ALL_STEMS)
 _EVENT_SCHEMA: dict[str, pl.DataType] = {"_sk": pl.Int64(), "file_id": pl.UInt32(), "line": pl.UInt32(), "part": pl.UInt16(),
                  "text": pl.String(), "proc": pl.UInt32(), "role": pl.String(),
@@ -260,26 +262,31 @@ def event_rows(frame: pl.DataFrame) -> pl.DataFrame:
         frame = frame.with_columns(pl.lit(None, pl.String).alias("_next"))
     if "stream" not in frame.columns:  # (the wrapper stream a line came through, when known)
         frame = frame.with_columns(pl.lit(None, pl.String).alias("stream"))
-    stem = pl.col("text").str.contains(_STEMS)
-    # a message hard-wrapped at a fixed column, by the terminal or after a `\`: its stem may
-    # be cut in two, so the line joined with the next physical line is read too
-    joined = pl.col("text").str.strip_suffix("\\") + pl.col("_next")
-    cut = (pl.col("_next").is_not_null() & ~stem & joined.str.contains(_STEMS)).fill_null(False)
-    found = (stem | cut | pl.col("text").str.contains(CHILD_DIED)
-             | pl.col("text").str.contains(GLOG_FATAL))
+    other = (pl.col("text").str.contains(CHILD_DIED) | pl.col("text").str.contains(GLOG_FATAL)
+             | pl.col("comm_id").is_not_null() | pl.col("torch_rank").is_not_null())
     if wrapped:
-        found |= pl.col("msg").str.contains(CHILD_DIED).fill_null(False)
-    hits = frame.with_columns(_cut=cut).filter(
-        found | pl.col("comm_id").is_not_null() | pl.col("torch_rank").is_not_null())
+        other |= pl.col("msg").str.contains(CHILD_DIED).fill_null(False)
+    # a message hard-wrapped at a fixed column (by a tool or the terminal) or continued after a
+    # `\`: a stem may be cut in two. Such a line is long or ends in `\`, and the next physical
+    # line goes on with it (`_next`): the seam of the two (each side as long as the longest
+    # stem) is read, and a line whose seam holds a stem is read as the two joined.
+    marked = frame.with_columns(_stem=pl.col("text").str.contains(_STEMS), _other=other)
+    candidate = (~pl.col("_stem") & pl.col("_next").is_not_null()
+                 & ((pl.col("text").str.len_bytes() >= _WRAP_MIN)
+                    | pl.col("text").str.ends_with("\\")))
+    marked = marked.with_columns(_cand=candidate)
+    hits = marked.filter(~pl.col("_cand") & (pl.col("_stem") | pl.col("_other")))
     if wrapped:
         hits = hits.with_columns(pl.coalesce("msg", "text").alias("text"))
-    hits = hits.with_columns(pl.when("_cut").then(
-        pl.col("text").str.strip_suffix("\\") + pl.col("_next")).otherwise("text").alias("text"))
-    # NCCL's connection setup prints a line per channel and peer: the first of each run of
-    # them per process is enough to say a rank got there
-    setup = _contains_any(NCCL_INIT_STEPS[2][1])
-    if {"host", "pid"} <= set(hits.columns):
-        hits = hits.filter(~setup | ~setup.shift(1).over("host", "pid").fill_null(False))
+    cut = marked.filter("_cand")
+    if cut.height:
+        whole = pl.coalesce("msg", "text") if wrapped else pl.col("text")
+        text = whole.str.strip_suffix("\\")
+        seam = (text.str.tail(_LONGEST) + pl.col("_next").str.head(_LONGEST)).str.contains(_STEMS)
+        cut = cut.with_columns(_seam=seam).filter(pl.col("_seam") | pl.col("_other"))
+        hits = pl.concat([hits, cut.with_columns(
+            pl.when("_seam").then(text + pl.col("_next")).otherwise(whole).alias("text"))
+            .drop("_seam")])
     return hits.select(pl.col(name).cast(dtype) if name in hits.columns
                        else pl.lit(None, dtype).alias(name) for name, dtype in _EVENT_SCHEMA.items())
 
