@@ -406,7 +406,7 @@ def test_a_finding_without_a_process_names_its_stream() -> None:
     text = "terminate called after throwing an instance of 'c10::Error'"
     frame = pl.DataFrame({"text": [text], "file_id": [0], "line": [1], "part": [0],
                           "_sk": [1], "proc": [None], "comm_id": [None], "torch_rank": [None],
-                          "stream": ["(WorkerDict pid=859188)"]})
+                          "record": [1], "stream": ["(WorkerDict pid=859188)"]})
     for with_stream in (True, False):
         rows = event_rows(frame if with_stream else frame.drop("stream"))
         context = Context(pl.LazyFrame(schema={"file_id": pl.UInt32, "record": pl.UInt32,
