@@ -137,7 +137,6 @@ ALL_STEMS = tuple(sorted({*CRASH_STEMS, *CASCADE_STEMS, *TIMEOUT_STEMS, *SGLANG_
                           *BOOTSTRAP_STEMS, *VICTIM_STEMS, NCCL_INIT_TRACE,
                           *CHILD_FAILED_STEMS, *STORE_STEMS, *RDMA_STEMS, INTERRUPTED,
                           "Pyspy dump", "NCCL WARN", PYSPY_THREAD, *NCCL_PEER_LOST,
-                          *(stem for _, stems in NCCL_INIT_STEPS[1:-1] for stem in stems),
                           *(stem for _, begins, ends in PHASES for stem in begins + ends)}))
 # Lines a serving scheduler prints while it makes progress (only the ranks that print batch
 # statistics: attention-TP rank 0 of each DP rank, and only while they have requests)

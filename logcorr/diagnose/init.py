@@ -150,7 +150,8 @@ def _nccl_init_findings(ctx: Context) -> list[Finding]:
                         "processes cannot be placed in one group instance, and their logs may "
                         "be missing: look here next)")
         else:
-            steps = _init_steps(ctx.events, hung)
+            step_rows = _step_rows(ctx, hung)
+            steps = _init_steps(hung, step_rows)
             reached = {s for s in steps.values()}
             if len(reached) > 1:
                 low = min(reached)
@@ -167,7 +168,7 @@ def _nccl_init_findings(ctx: Context) -> list[Finding]:
                             + " (decided by the NCCL init step each rank reached: the ranks "
                             "that got least far are the suspects)")
                 cited = pl.concat([hung.select("file_id", "line"),
-                                   _step_rows(ctx.events, hung).select("file_id", "line")])
+                                   step_rows.select("file_id", "line")])
             else:
                 step = NCCL_INIT_STEPS[reached.pop()][0] if reached else "Init START"
                 summary += (f"; every rank started and all got as far as {step}, so the "
@@ -185,34 +186,46 @@ def _count(values: Iterable[int]) -> dict[int, int]:
     return counts
 
 
-def _step_rows(events: pl.DataFrame, hung: pl.DataFrame) -> pl.DataFrame:
+def _step_rows(ctx: Context, hung: pl.DataFrame) -> pl.DataFrame:
     """The NCCL init lines (NCCL_INIT_STEPS between START and COMPLETE) that the processes of
-    `hung` printed after their `Init START` and before any later START of theirs, with
-    `_step` (the step's index)."""
-    starts = (events.filter(pl.col("nccl_phase") == "Init START")
-              .select("host", "pid", _next_start=pl.col("order")))
-    mine = hung.select("host", "pid", _start=pl.col("order"))
-    later = (mine.join(starts, on=["host", "pid"])
+    `hung` printed in the same file after their `Init START` and before any later START of
+    theirs, with `_step` (the step's index). Read from the whole timeline, only for a
+    communicator that hangs (connection lines are too many to gather as events)."""
+    mine = hung.filter(pl.col("host").is_not_null() & pl.col("pid").is_not_null()).select(
+        "host", "pid", "file_id", _start=pl.col("line"))
+    if mine.height == 0 or "host" not in ctx.rows.collect_schema().names():
+        return pl.DataFrame(schema={"host": pl.String, "pid": pl.Int64, "file_id": pl.UInt32,
+                                    "line": pl.UInt32, "_step": pl.Int32})
+    starts = (ctx.events.filter(pl.col("nccl_phase") == "Init START")
+              .select("host", "pid", "file_id", _next_start=pl.col("line")))
+    later = (mine.join(starts, on=["host", "pid", "file_id"])
              .filter(pl.col("_next_start") > pl.col("_start"))
-             .group_by("host", "pid", "_start").agg(pl.col("_next_start").min()))
+             .group_by("host", "pid", "file_id", "_start").agg(pl.col("_next_start").min()))
     step = pl.lit(None, pl.Int32)
     for index, (_, stems) in enumerate(NCCL_INIT_STEPS[1:-1], start=1):
         step = pl.when(_contains_any(stems)).then(pl.lit(index, pl.Int32)).otherwise(step)
-    return (events.filter(pl.col("comm_id").is_null() | pl.col("nccl_phase").is_null())
-            .with_columns(_step=step).filter(pl.col("_step").is_not_null())
-            .join(mine.join(later, on=["host", "pid", "_start"], how="left"),
-                  on=["host", "pid"])
-            .filter((pl.col("order") > pl.col("_start"))
+    every = [s for _, group in NCCL_INIT_STEPS[1:-1] for s in group]
+    found = (ctx.rows.filter(pl.col("host").is_in(mine["host"].unique().to_list())
+                             & pl.col("pid").is_in(mine["pid"].unique().to_list())
+                             & pl.col("text").str.contains_any(every))
+             .select(pl.col("host").cast(pl.String), pl.col("pid").cast(pl.Int64),
+                     pl.col("file_id").cast(pl.UInt32), pl.col("line").cast(pl.UInt32),
+                     "text").collect())
+    return (found.with_columns(_step=step)
+            .join(mine.join(later, on=["host", "pid", "file_id", "_start"], how="left"),
+                  on=["host", "pid", "file_id"])
+            .filter((pl.col("line") > pl.col("_start"))
                     & (pl.col("_next_start").is_null()
-                       | (pl.col("order") < pl.col("_next_start")))))
+                       | (pl.col("line") < pl.col("_next_start"))))
+            .select("host", "pid", "file_id", "line", "_step"))
 
 
-def _init_steps(events: pl.DataFrame, hung: pl.DataFrame) -> dict[tuple[str, int], int]:
+def _init_steps(hung: pl.DataFrame, step_rows: pl.DataFrame) -> dict[tuple[str, int], int]:
     """(host, pid) -> the furthest init step (index into NCCL_INIT_STEPS) each process of
-    `hung` reached after its `Init START`."""
+    `hung` reached after its `Init START` (`step_rows`: from `_step_rows`)."""
     reached = {(h, int(p)): 0 for h, p in hung.select("host", "pid").iter_rows()
                if p is not None}
-    rows = _step_rows(events, hung).group_by("host", "pid").agg(pl.col("_step").max())
+    rows = step_rows.group_by("host", "pid").agg(pl.col("_step").max())
     for host, pid, step in rows.iter_rows():
         reached[(host, int(pid))] = max(reached.get((host, int(pid)), 0), int(step))
     return reached
