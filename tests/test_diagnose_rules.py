@@ -388,6 +388,25 @@ class TestOneIncidentOneVerdict:
         assert len(root.waiting) == 15
         assert {c["kind"] for c in root.consequences} == {"crash", "watchdog-timeout"}
 
+    def test_watchdogs_after_the_suspect_crashed_follow_the_crash(self, tmp_path: Path
+                                                                  ) -> None:
+        """TP2 hit an illegal memory access; five minutes later the other three schedulers'
+        watchdogs fired, waiting for it: one verdict, the crash."""
+        logs = tmp_path / "logs"
+        for rank in range(4):
+            lines = [batch(f"TP{rank}", 60)]
+            if rank == 2:
+                lines += [f"[{stamp(70)} TP2] Scheduler hit an exception: Traceback (most recent "
+                          "call last):",
+                          "RuntimeError: CUDA error: an illegal memory access was encountered"]
+            else:
+                lines.append(sglang_watchdog(f"TP{rank}", 370))
+            write(logs, f"rank{rank}.log", lines)
+        found = analyze([logs], config=config(tmp_path, {"tp_size": 4})).findings
+        [root] = errors(found)
+        assert root.kind == "crash" and ranks(root.processes) == [2]
+        assert [c["kind"] for c in root.consequences] == ["watchdog-timeout"]
+
     def test_report_json_separates_culprits_waiting_and_unknown(self, tmp_path: Path) -> None:
         logs = tmp_path / "logs"
         write(logs, "node0.log", [line for r in range(8) for line in nccl_init(0, r, 4)])

@@ -140,6 +140,10 @@ def _one_verdict(findings: list[Finding]) -> list[Finding]:
     for watchdog in (f for f in errors if f.kind == "watchdog-timeout"):
         people = _keys(watchdog.processes + watchdog.waiting)
         root = next((h for h in roots if people and people <= _involved(h)), None)
+        # (the member the others waited for had crashed before their watchdogs fired)
+        root = root or next((c for c in crashes if _keys(watchdog.processes)
+                             and _keys(watchdog.processes) <= _keys(c.processes)
+                             and _follows(watchdog, c)), None)
         if root is not None:
             attach(watchdog, root)
         else:
