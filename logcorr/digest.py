@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
-from logcorr.diagnose import CRASH_STEMS, PHASES, SGLANG_WATCHDOG_STEMS, TIMEOUT_STEMS
+from logcorr.diagnose.context import CRASH_STEMS, PHASES, SGLANG_WATCHDOG_STEMS, TIMEOUT_STEMS
 from logcorr.model import COORDINATES, ROLES
 
 if TYPE_CHECKING:

@@ -28,7 +28,7 @@ from typing import Any
 import polars as pl
 import regex
 
-from logcorr.diagnose import PHASES
+from logcorr.diagnose.context import PHASES
 from logcorr.digest import Digest
 
 THREADS = {"log": 1, "startup": 2, "NCCL init": 3, "collective wait": 4}

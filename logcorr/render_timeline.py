@@ -199,6 +199,13 @@ def findings_view(analysis: Analysis) -> RenderableType:
         if finding.processes:
             parts.append(_people_table("culprit" if finding.severity == "error" else "process",
                                        finding.processes))
+        for title, people in (("waiting", finding.waiting),
+                              ("unknown (no logs)", finding.unknown)):
+            if people and not finding.progress:
+                parts.append(_people_table(title, people))
+        for then in finding.consequences:
+            parts.append(Text(f"   followed by {then['kind']}: ", style="dim")
+                         + Text(inert(str(then["summary"]))[:300], style="dim"))
         if finding.progress:
             parts.append(_progress_table(finding))
         for cite in finding.evidence[:6]:

@@ -1,0 +1,383 @@
+"""`crash`: the first fatal line of each process; the earliest is the root.
+
+Reads: exception headers, fatal errors (CUDA/HIP/NPU faults, OOM, NCCL errors, torch's heartbeat
+abort), a child reaped by its parent, the peer-blaming lines of victims, NCCL WARN lines before
+the root, and the SIGQUIT / kill cascade after it.
+Cannot decide: which process a fatal line in a shared file belongs to when no line ties it to
+one (reported without a culprit); who failed when every failing process blames a peer that left
+no fatal line (reported without a culprit, naming the peer torch's barrier blames)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+import polars as pl
+import regex
+
+from logcorr.diagnose.context import (
+    _CASCADE_NOTE,
+    _FAILED_RETURN,
+    CHILD_DIED,
+    CHILD_FAILED_STEMS,
+    CRASH_STEMS,
+    CUDA_FAULT_STEMS,
+    GLOG_FATAL,
+    NCCL_INIT_TRACE,
+    NCCL_PEER_LOST,
+    REAPED_STEMS,
+    TIMEOUT_STEMS,
+    VICTIM_STEMS,
+    Context,
+    Finding,
+    _cascade_after,
+    _contains_any,
+    _first_order,
+    _hang_lines,
+    _interrupt_lines,
+    _iso,
+    _last_ts,
+    _name,
+    _short,
+    _span,
+    _unnamed,
+)
+
+
+def crash_findings(ctx: Context) -> list[Finding]:
+    """The first fatal event of each process; the earliest overall is the root, later crashes
+    and the SIGQUIT cascade hang off it."""
+    rows = ctx.events
+    fatal = rows.filter((_contains_any(CRASH_STEMS) | pl.col("text").str.contains(CHILD_DIED)
+                         | pl.col("text").str.contains(GLOG_FATAL))
+                        & ~pl.col("text").str.contains("NCCL WARN", literal=True)
+                        & ~pl.col("text").str.contains(_CLEAN_EXIT))
+    fatal = _named_by_pid(ctx, _not_interrupted(rows, fatal.filter(
+        ~_timeout_abort(rows, fatal) & ~_reaped_after_timeout(rows, fatal))))
+    crash = fatal.filter(pl.col("proc").is_not_null())
+    unnamed = fatal.filter(pl.col("proc").is_null()).sort("order")
+    if crash.height == 0:
+        return (_unnamed_crash(ctx, unnamed) or _nccl_init_failures(ctx)
+                or _child_failed(ctx))
+    firsts = crash.group_by("proc").agg(pl.all().sort_by("order").first())
+    # in one second (SGLang prints whole seconds) a victim's line does not make it the root
+    second = pl.col("ts_full").dt.truncate("1s")
+    firsts = firsts.join(_victims(ctx.events, firsts), on="proc", how="left").with_columns(
+        _victim=pl.col("_victim").fill_null(False),
+        _tie=pl.when(second.is_null()).then(pl.col("order"))
+        .otherwise(pl.col("order").min().over(second))
+    ).sort("_tie", "_victim", "order").drop("_tie")
+    firsts = _first_not_victim(firsts)
+    peer_first = bool(firsts["_victim"].all())  # every process that failed blames a peer
+    firsts = firsts.drop("_victim")
+    root = firsts.row(0, named=True)
+    earlier = unnamed.filter(pl.col("order") < root["order"])
+    if earlier.height and earlier["role"][0] not in (None, "scheduler"):
+        # the detokenizer, tokenizer manager or DP controller failed before any scheduler
+        return _unnamed_crash(ctx, earlier, waiting=firsts["proc"].to_list())
+    cascade = _cascade_after(ctx, root)
+    later = firsts.slice(1)
+    record = _record(ctx.rows, root)  # one read of the runs for both uses
+    detail = _exception_text(record, root)
+    proc_text = _short(ctx.people.get(root["proc"], {}))
+    summary = f"{proc_text} failed first: {detail}"
+    if peer_first:
+        summary = (f"every process that failed says a peer failed before it"
+                   f"{_blamed_peer(ctx.events, firsts)}, and that peer left no fatal line in "
+                   f"these logs; the first to fail, {proc_text}: {detail}")
+    if earlier.height:
+        where = ctx.cite(earlier.head(1))[0]
+        summary += (f" (but {earlier.height} fatal line(s) before it name no process, the "
+                    f"first at {where['file']}:{where['line']})")
+    if later.height:
+        summary += f"; {later.height} other process(es) failed after it"
+    warned = _nccl_warnings_before(ctx, root)
+    if warned.height:
+        others = sorted({_name(ctx.people[int(p)]) for p in warned["proc"].drop_nulls()
+                         if int(p) in ctx.people and int(p) != root["proc"]})
+        if others:
+            summary += f"; NCCL warned before it on {', '.join(others)}"
+    summary += _CASCADE_NOTE if cascade.height else ""
+    evidence = ctx.cite(pl.concat([firsts.head(1).select("file_id", "line"),
+                                   record.tail(1).select("file_id", "line"),
+                                   warned.select("file_id", "line"),
+                                   later.select("file_id", "line"),
+                                   cascade.select("file_id", "line")]), limit=12)
+    return [Finding("crash", "error", summary, ctx.who([] if peer_first else [root["proc"]]),
+                    first_ts=_iso(root["ts_full"]),
+                    last_ts=_iso(_last_ts(pl.concat([firsts.select("ts_full"),
+                                                     cascade.select("ts_full")]))),
+                    evidence=evidence,
+                    waiting=ctx.who((firsts if peer_first else later)["proc"].to_list()))]
+
+
+def _not_interrupted(events: pl.DataFrame, fatal: pl.DataFrame) -> pl.DataFrame:
+    """Fatal rows whose record does not end in `KeyboardInterrupt` (Ctrl-C: a stop, not a
+    failure)."""
+    stopped = _interrupt_lines(events).select("file_id", "record").unique()
+    if stopped.height == 0:
+        return fatal
+    return fatal.join(stopped, on=["file_id", "record"], how="anti", nulls_equal=True)
+
+
+def _child_failed(ctx: Context) -> list[Finding]:
+    """No fatal line, but the main process received a child's SIGQUIT (a scheduler that hit
+    an exception sends it) or a launcher saw the server exit with a code: a crash of a process
+    these logs do not show (its own log is elsewhere, or it was killed: -9 is the OOM
+    killer's signal). Not after a collective timeout or an SGLang watchdog: that is the
+    hang's cascade."""
+    said = ctx.events.filter(_contains_any(CHILD_FAILED_STEMS)).sort("order")
+    if said.height == 0:
+        return []
+    before = [_first_order(_interrupt_lines(ctx.events)), _first_order(_hang_lines(ctx.events))]
+    if any(first is not None and first < said["order"][0] for first in before):
+        return []  # after Ctrl-C, or the hang's cascade
+    first = said.row(0, named=True)
+    code = regex.search(r"exited with code (-?\d+)", " ".join(said["text"].to_list()))
+    summary = ("a process these logs do not show failed: "
+               + ("the main process received a child's SIGQUIT" if "sigquit" in
+                  str(first["text"]).lower() else str(first["text"]).strip()[:200]))
+    if code:
+        summary += f"; the server exited with code {code.group(1)}"
+        summary += " (-9: killed, e.g. by the kernel's OOM killer)" if code.group(1) == "-9" \
+            else ""
+    summary += "; the failing process's own output is not in these logs"
+    first_ts, last_ts = _span(said.get_column("ts_full"))
+    return [Finding("crash", "error", summary, first_ts=first_ts, last_ts=last_ts,
+                    evidence=ctx.cite(said, 12))]
+
+
+def _nccl_init_failures(ctx: Context) -> list[Finding]:
+    """No fatal line, but NCCL's return trace shows ncclCommInitRank failing (`init.cc:1534 ->
+    2`) on some processes: they failed, for the reason their WARN line before it gives (a
+    bootstrap peer they cannot reach, …). Only the processes the trace names are blamed."""
+    events = ctx.events
+    traces = events.filter(pl.col("text").str.contains(NCCL_INIT_TRACE, literal=True)
+                           & pl.col("text").str.contains(_FAILED_RETURN))
+    failed = traces.group_by("host", "pid", maintain_order=True).agg(pl.all().first())
+    if failed.height == 0:
+        return []
+    warns = (events.filter(pl.col("text").str.contains("NCCL WARN", literal=True))
+             .join(failed.select("host", "pid", _trace=pl.col("order")), on=["host", "pid"])
+             .filter(pl.col("order") < pl.col("_trace"))
+             .group_by("host", "pid", maintain_order=True).agg(pl.all().first()))
+    procs = failed["proc"].drop_nulls().unique(maintain_order=True).to_list()
+    unnamed = [f"PID {pid} on {host}" for host, pid in
+               failed.filter(pl.col("proc").is_null()).select("host", "pid").iter_rows()]
+    names = [_name(ctx.people[p]) for p in procs if p in ctx.people] + unnamed[:4]
+    if len(unnamed) > 4:
+        names.append(f"{len(unnamed) - 4} more")
+    who = ", ".join(names)
+    reasons = sorted({str(t).split("NCCL WARN", 1)[1].strip() for t in warns["text"].to_list()})
+    summary = (f"NCCL communicator init failed on {who}"
+               + (f": {'; '.join(r[:160] for r in reasons[:3])}" if reasons else ""))
+    rows = pl.concat([warns.select("file_id", "line", "ts_full", "order"),
+                      failed.select("file_id", "line", "ts_full", "order")]).sort("order")
+    first_ts, last_ts = _span(rows.get_column("ts_full"))
+    return [Finding("crash", "error", summary, ctx.who(procs), first_ts=first_ts,
+                    last_ts=last_ts, evidence=ctx.cite(rows, 12))]
+
+
+_WARN_WINDOW = timedelta(minutes=10)
+
+
+def _nccl_warnings_before(ctx: Context, root: dict[str, Any]) -> pl.DataFrame:
+    """NCCL WARN lines before the root crash (a peer's failed connection often comes first,
+    and NCCL lines print no time of their own): the first one of each process, within ten
+    minutes of the root when they have a time."""
+    warns = ctx.events.filter(pl.col("text").str.contains("NCCL WARN", literal=True)
+                              & (pl.col("order") < root["order"]))
+    if root["ts_full"] is not None:
+        warns = warns.filter(pl.col("ts_full").is_null()
+                             | (pl.col("ts_full") >= root["ts_full"] - _WARN_WINDOW))
+    return warns.group_by("proc", maintain_order=True).first()
+
+
+def _unnamed_crash(ctx: Context, unnamed: pl.DataFrame, waiting: list[int] | None = None
+                   ) -> list[Finding]:
+    """A fatal line that no evidence ties to a scheduler (`terminate called …` in a file many
+    processes write to, or a crash of the main process): reported without a culprit, rather
+    than not at all or pinned on the process whose line happened to come before it.
+    `waiting`: schedulers that failed after it."""
+    if unnamed.height == 0:
+        return []
+    first = unnamed.row(0, named=True)
+    # (the main process or a launcher reports a child's death: the dead one is a scheduler)
+    reaped = any(stem in str(first["text"]) for stem in REAPED_STEMS)
+    who = _unnamed("scheduler" if reaped else first.get("role"))
+    detail = _exception_text(_record(ctx.rows, first), first)
+    what = ctx.events.filter((pl.col("file_id") == first["file_id"])
+                             & (pl.col("line") == first["line"] + 1)
+                             & pl.col("text").str.starts_with("  what():"))
+    if what.height:
+        detail += " " + str(what["text"][0]).strip()
+    cascade = _cascade_after(ctx, first)
+    summary = f"{who} crashed: {detail[:300]}"
+    if waiting:
+        summary += f"; {len(waiting)} scheduler(s) failed after it"
+    summary += _CASCADE_NOTE if cascade.height else ""
+    evidence = ctx.cite(pl.concat([unnamed.head(1).select("file_id", "line"),
+                                   what.select("file_id", "line"),
+                                   cascade.select("file_id", "line")]), limit=12)
+    return [Finding("crash", "error", summary, first_ts=_iso(first["ts_full"]),
+                    last_ts=_iso(_last_ts(pl.concat([unnamed.head(1).select("ts_full"),
+                                                     cascade.select("ts_full")]))),
+                    evidence=evidence, waiting=ctx.who(waiting or []))]
+
+
+# `Scheduler or DataParallelController 7002 terminated with 0`: a clean exit
+_CLEAN_EXIT = r"terminated with 0\s*$"
+# the child the main process / DP controller / launcher saw die, by its PID
+_DEAD_PID = r"(?:\(pid=|DataParallelController )(\d+)\)? (?:crashed|terminated)"
+
+
+def _timeout_abort(events: pl.DataFrame, fatal: pl.DataFrame) -> pl.Series:
+    """Fatal rows that are torch taking a process down after a collective timeout (`terminate
+    called …` followed by a `what():` that holds the watchdog's timeout): a symptom of the
+    hang, which the hang finding explains, not a crash of their own."""
+    timeouts = events.filter(_contains_any(TIMEOUT_STEMS)).select(
+        "file_id", (pl.col("line") - 1).alias("line"), pl.lit(True).alias("_timeout"))
+    own = fatal.select(_contains_any(TIMEOUT_STEMS)).to_series()
+    after = fatal.select("file_id", "line").join(
+        timeouts.unique(), on=["file_id", "line"], how="left", maintain_order="left"
+    ).get_column("_timeout").fill_null(False)
+    primary = fatal.select(_contains_any(CUDA_FAULT_STEMS)).to_series()
+    return (own | after) & ~primary
+
+
+def _reaped_after_timeout(events: pl.DataFrame, fatal: pl.DataFrame) -> pl.Series:
+    """A child's death reported after a collective timeout or a hard SGLang watchdog: the
+    process was taken down for the hang (the hang or watchdog finding explains it)."""
+    first = _first_order(_hang_lines(events))
+    if first is None:
+        return pl.repeat(False, fatal.height, eager=True)
+    return fatal.select(_contains_any(REAPED_STEMS) & (pl.col("order") > first)).to_series()
+
+
+def _named_by_pid(ctx: Context, fatal: pl.DataFrame) -> pl.DataFrame:
+    """Unnamed `Subprocess scheduler_2 (pid=41233) crashed …` / `… DataParallelController 7002
+    terminated with -9` lines take the process whose PID that is (when one process has it)."""
+    by_pid: dict[int, list[int]] = {}
+    for proc, person in ctx.people.items():
+        if person.get("pid") is not None:
+            by_pid.setdefault(int(person["pid"]), []).append(proc)
+    unique = {pid: procs[0] for pid, procs in by_pid.items() if len(procs) == 1}
+    if not unique or fatal.height == 0:
+        return fatal
+    table = pl.DataFrame({"_pid": list(unique), "_proc": list(unique.values())},
+                         schema={"_pid": pl.Int64, "_proc": pl.UInt32})
+    found = fatal.with_columns(pl.col("text").str.extract(_DEAD_PID, 1).cast(pl.Int64,
+                                                                               strict=False)
+                               .alias("_pid")).join(table, on="_pid", how="left",
+                                                    maintain_order="left")
+    return found.with_columns(pl.coalesce("proc", "_proc").alias("proc")).drop("_pid", "_proc")
+
+
+_VICTIM_WINDOW = timedelta(seconds=60)
+
+
+def _victims(events: pl.DataFrame, firsts: pl.DataFrame) -> pl.DataFrame:
+    """proc -> True when it says a peer failed first (VICTIM_STEMS): in the record of its
+    first fatal line (`ValueError: TP rank 1 could finish the model loading, but …`), or on a
+    line of its own in the minute before it (torch's Gloo barrier line comes before the
+    scheduler's exception)."""
+    nccl = _nccl_peer_lost(events)
+    said = events.filter(_contains_any(VICTIM_STEMS) & pl.col("proc").is_not_null()).select(
+        "proc", "file_id", "record", "order", "ts_full",
+        _nccl=pl.lit(False)).vstack(nccl.select("proc", "file_id", "record", "order", "ts_full",
+                                                _nccl=pl.lit(True)))
+    fatal = firsts.select("proc", _file=pl.col("file_id"), _record=pl.col("record"),
+                          _order=pl.col("order"), _ts=pl.col("ts_full"))
+    joined = said.join(fatal, on="proc")
+    own_record = (pl.col("file_id") == pl.col("_file")) & (pl.col("record") == pl.col("_record"))
+    recent = (pl.col("ts_full").is_not_null() & pl.col("_ts").is_not_null()
+              & (pl.col("ts_full") >= pl.col("_ts") - _VICTIM_WINDOW))
+    # (NCCL's own lines print no time of their own: a refused or closed connection to a peer
+    # on the process's NCCL lines before its failure, within ten minutes when they have one)
+    nccl_recent = pl.col("_nccl") & (pl.col("ts_full").is_null() | pl.col("_ts").is_null()
+                                     | (pl.col("ts_full") >= pl.col("_ts") - _WARN_WINDOW))
+    before = (pl.col("order") <= pl.col("_order")) & (recent | nccl_recent)
+    return (joined.filter((own_record | before).fill_null(False)).select("proc").unique()
+            .with_columns(_victim=pl.lit(True)))
+
+
+def _first_not_victim(firsts: pl.DataFrame) -> pl.DataFrame:
+    """`firsts` (in failure order) with the first process that does not blame a peer, and
+    failed within a minute of the first, moved to the front: the victims' own lines often come
+    first (a peer's death is seen at once, the dying process's error is still being printed)."""
+    if firsts.height == 0 or not firsts["_victim"][0]:
+        return firsts
+    start = firsts["ts_full"][0]
+    if start is None:  # (no time to measure the minute by)
+        return firsts
+    indexed = firsts.with_row_index("_i")
+    soon = pl.col("ts_full").is_not_null() & (pl.col("ts_full") <= start + _VICTIM_WINDOW)
+    found = indexed.filter(~pl.col("_victim") & soon)
+    if found.height == 0:
+        return firsts
+    first = int(found["_i"][0])
+    return pl.concat([indexed.slice(first, 1), indexed.slice(0, first),
+                      indexed.slice(first + 1)]).drop("_i")
+
+
+_PEER_RANK = regex.compile(r"waiting for send/recv from rank (\d+)")
+# the peer an NCCL WARN names: `Connect to 10.0.0.2<43821> failed`, `Connection closed by
+# remote peer gpu-node-1<43224>`, `Call to recv from 10.0.0.2<34567> failed`
+_NCCL_PEER = regex.compile(r"(?:[Cc]onnect to|remote peer|from|peer) \[?([\w.:\-]+?)\]?<(\d+)>")
+
+
+def _nccl_peer_lost(events: pl.DataFrame) -> pl.DataFrame:
+    """NCCL WARN lines of a process saying its connection to a peer was refused or closed, or
+    that the remote process exited: the process is a victim of that peer."""
+    return events.filter(pl.col("proc").is_not_null()
+                         & pl.col("text").str.contains("NCCL WARN", literal=True)
+                         & _contains_any(NCCL_PEER_LOST))
+
+
+def _blamed_peer(events: pl.DataFrame, firsts: pl.DataFrame) -> str:
+    """Who the victims' lines blame, when they say: torch's Gloo barrier names the group rank
+    it waited for; SGLang's load check names none."""
+    said = events.filter(pl.col("proc").is_in(firsts["proc"].to_list())
+                         & _contains_any(VICTIM_STEMS))["text"].to_list()
+    nccl = _nccl_peer_lost(events).filter(pl.col("proc").is_in(firsts["proc"].to_list()))
+    peers = sorted({m.group(1) for t in nccl["text"].to_list()
+                    if (m := _NCCL_PEER.search(str(t)))})
+    if peers:
+        return (f" (NCCL's own lines on the failing process(es) say a connection to "
+                f"{', '.join(peers[:4])} was refused or closed: the process there failed "
+                "first; check its logs)")
+    ranks = sorted({int(m.group(1)) for t in said if (m := _PEER_RANK.search(str(t)))})
+    if ranks:
+        return (f" (torch's monitored barrier names rank(s) {ranks} of its process group; "
+                "check that rank's logs)")
+    if any("could finish the model loading" in str(t) for t in said):
+        return " (SGLang: other TP ranks did not finish loading the model)"
+    return ""
+
+
+def _record(rows: pl.LazyFrame, root: dict[str, Any]) -> pl.DataFrame:
+    """The rows of the root's record (its traceback), in file order (a root without a
+    process: the record's rows without one)."""
+    return rows.filter((pl.col("file_id") == root["file_id"]) & (pl.col("record") == root[
+        "record"]) & pl.col("proc").eq_missing(root["proc"])).select(
+        "file_id", "line", "part", pl.coalesce("msg", "text").alias("text")
+    ).collect().sort("line", "part")
+
+
+# compiled at import: the `regex` package compiles in Python, and a signal that arrives inside
+# one of its finalizers mid-analysis could not unwind cleanly
+_SGLANG_STAMP = regex.compile(r"\[(?:\d{4}-\d\d-\d\d )?\d\d:\d\d:\d\d[^\]]*\] ")
+
+
+def _exception_text(record: pl.DataFrame, root: dict[str, Any]) -> str:
+    """`ExcType: message` closing the root's traceback (`record`, from `_record`), else the
+    root line's own message."""
+    closing = record.filter(pl.col("text").str.contains(  # not C++'s `Exception raised from`
+        r"^[A-Za-z_][\w.]*(?:Error|Exception|Interrupt|Exit)(?::|$)"))
+    if closing.height:
+        return str(closing["text"][-1]).strip()[:200]
+    text = str(root["text"])
+    header = _SGLANG_STAMP.search(text)  # (behind wrappers)
+    if header:
+        return text[header.end():].strip()[:200]
+    return text[text.find("] ") + 2:].strip()[:200] if "] " in text else text.strip()[:200]
