@@ -243,7 +243,7 @@ def test_a_signal_ends_the_run_inside_a_polars_call(tmp_path: Path, signum: int)
     process = subprocess.Popen(
         [sys.executable, "-c", script, "analyze", str(FIXTURE / "logs"), "--format", "jsonl",
          "-o", str(out / "timeline.jsonl")], stderr=subprocess.PIPE, cwd=ROOT,
-        env=dict(os.environ, TMPDIR=str(spill)))
+        env=dict(os.environ, TMPDIR=str(spill), LOGCORR_MEMORY_BUDGET="0"))
     main_thread = Path(f"/proc/{process.pid}/wchan")
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and process.poll() is None:
