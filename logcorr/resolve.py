@@ -12,8 +12,11 @@ Evidence is combined, never guessed (strongest first):
 | pid           | a (host, pid) that another line tied to one process (py-spy's `Pyspy dump    |
 |               | for PID n` on a prefixed line, `Process n: sglang::scheduler_TP3`, NCCL)      |
 | torch-rank    | torch's `[rankN]:` is the WORLD rank; unique only without native-DP replicas |
-| group-rank    | `[PG … (tp:device) Rank r]` -> member r of the group's only instance         |
-| continuation  | an unprefixed line inside a record whose header line was identified          |
+| group-rank    | `[PG … (tp:device) Rank r]` -> member r of the group's only instance;        |
+|               | `[Gloo] Rank r is connected to n peer ranks` -> member r of the n+1 instance |
+|               | holding the line's stream's processes                                        |
+| continuation  | an untagged line of the grammar of the one record of that grammar open in    |
+|               | its stream whose process is known (see `_grammar_records`)                   |
 | file          | every identified line of a per-process file names the same process           |
 
 Direct evidence on one line that disagrees leaves the line unattributed and is reported as a
@@ -166,6 +169,7 @@ def _attach(frame: pl.DataFrame, table: pl.DataFrame, on: list[str],
 KEY_COLUMNS: tuple[str, ...] = (
     "file_id", *PREFIX_COLUMNS, "proctitle", "host", "source", "_main", "device_id", "link_pid",
     "p_pid", "pid", "comm_id", "comm_rank", "comm_nranks", "torch_rank", "pg_desc", "pg_rank",
+    "gloo_rank", "gloo_size",
     "role", "server_args", "stream",
 )
 
@@ -227,6 +231,7 @@ def resolve_keys(keys: pl.DataFrame, topology: Topology | None,
     frame = _by_torch_rank(frame, topology, contradictions)
     frame = _by_only_scheduler(frame, topology)
     frame = _combine_direct(frame, contradictions)
+    frame = _by_gloo(frame, topology)
     frame = _title_roles(frame)
     # the rules rewrite some key columns (role); the table keeps the key as the lines have it
     table = keys.select("_k", *KEY_COLUMNS).join(
@@ -505,6 +510,42 @@ def _communicator_links(topology: Topology, members: pl.DataFrame) -> list[tuple
     return [(host, int(pid), replica * topology.sizes.world + instance[int(rank)])
             for rank, host, pid, proc in members.select("comm_rank", "host_key", "pid", "known")
             .iter_rows() if proc is None and 0 <= rank < width]
+
+
+def _by_gloo(frame: pl.DataFrame, topology: Topology | None) -> pl.DataFrame:
+    """`[Gloo] Rank r is connected to n peer ranks`: member r of the group instance whose Gloo
+    communicator has n+1 members and holds every process identified in the line's output
+    stream (file, wrapper stream) - when all such instances (of any group, any replica) agree
+    on member r. Otherwise the line stays unattributed."""
+    gloo = pl.col("gloo_rank").is_not_null() & pl.col("gloo_size").is_not_null()
+    if topology is None or not frame.select(gloo.any()).item():
+        return frame
+    world = topology.sizes.world
+    instances = {(replica, members) for group in topology.groups.values()
+                 for members in group.members for replica in range(topology.sizes.replicas)}
+    seen = (frame.filter(pl.col("proc").is_not_null()).group_by("file_id", "stream")
+            .agg(pl.col("proc").unique()))
+    candidates = {(f, s): set(p) for f, s, p in seen.iter_rows()}
+    answers: list[tuple[int, str | None, int, int, int | None]] = []
+    for file_id, stream, rank, size in (frame.filter(gloo & pl.col("proc").is_null()
+                                                     & ~pl.col("conflict"))
+                                        .select("file_id", "stream", "gloo_rank", "gloo_size")
+                                        .unique().iter_rows()):
+        known = candidates.get((file_id, stream), set())
+        found = {replica * world + members[rank] for replica, members in instances
+                 if len(members) == size and 0 <= rank < size
+                 and known <= {replica * world + m for m in members}}
+        answers.append((file_id, stream, rank, size, found.pop() if len(found) == 1 else None))
+    table = pl.DataFrame(answers, orient="row", schema={
+        "file_id": pl.UInt32, "stream": pl.String, "gloo_rank": pl.Int32, "gloo_size": pl.Int32,
+        "_gloo": _PROC})
+    frame = _attach(frame, table, ["file_id", "stream", "gloo_rank", "gloo_size"],
+                    nulls_equal=True)
+    found = pl.col("_gloo").is_not_null() & pl.col("proc").is_null()
+    return frame.with_columns(
+        pl.when(found).then(pl.col("_gloo")).otherwise(pl.col("proc")).alias("proc"),
+        pl.when(found).then(pl.lit("group-rank")).otherwise(pl.col("evidence")).alias("evidence"),
+    ).drop("_gloo")
 
 
 _ROLE_STEMS = (("DataParallelController hit an exception", "dp_controller"),
