@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 import polars as pl
 
 from logcorr.formats.misc import CANN_CHAINS
+from logcorr.formats.python import OPENS
 from logcorr.model import COORDINATES
 from logcorr.topology import Topology
 
@@ -281,7 +282,7 @@ def next_ghost(chunk: pl.DataFrame, ghost: pl.DataFrame | None, attributed: pl.D
         return ghost
     last_file = attributed.get_column("file_id")[-1]
     mine = (attributed.select(pl.int_range(pl.len(), dtype=pl.UInt32).alias("_at"), "file_id",
-                              "stream", "starts_record", "_bh", "_act",
+                              "stream", "starts_record", "_bh", "_act", "_catf",
                               *(f"_last_{g}" for g in _RAW_GRAMMARS),
                               *(f"_c_{g}" for g in (*_RAW_GRAMMARS, "at")),
                               *(f"_x_{g}" for g in _RAW_GRAMMARS))
@@ -297,7 +298,8 @@ def next_ghost(chunk: pl.DataFrame, ghost: pl.DataFrame | None, attributed: pl.D
     rows = raw.select(chunk.columns)[at].with_columns(
         attributed.get_column("record").gather(at).cast(pl.UInt32).alias("record"),
         at, attributed.get_column("stream").gather(at).alias("_stream"),
-        attributed.get_column("_dem").gather(at).alias("_s_dem"))
+        attributed.get_column("_dem").gather(at).alias("_s_dem"),
+        attributed.get_column("_copen").gather(at).alias("_s_copen"))
     # each carried record's process so far
     known = (attributed.select("_K", "_kid", "_kidc").with_row_index("_r")
              .filter(pl.col("_K").is_in(at.implode())).group_by("_K")
@@ -309,7 +311,7 @@ def next_ghost(chunk: pl.DataFrame, ghost: pl.DataFrame | None, attributed: pl.D
         pl.col("stream").alias("_stream"),
         *(pl.col(f"_c_{g}").cast(pl.Int32).alias(f"_s_{g}") for g in _RAW_GRAMMARS),
         *((pl.col(f"_x_{g}") & (pl.col(f"_c_{g}") > 0)).alias(f"_s_x{g}") for g in _RAW_GRAMMARS),
-        pl.col("_c_at").cast(pl.Int32).alias("_s_at")).join(
+        pl.col("_c_at").cast(pl.Int32).alias("_s_at"), pl.col("_catf").alias("_s_prev")).join(
         first, on="_stream", nulls_equal=True)
     rows = rows.join(seeds.drop("_stream"), on="_at", how="left", maintain_order="left")
     blocks = ends.select(pl.col("_bh").alias("_at"), pl.col("_act").alias("_s_act")).drop_nulls(
@@ -814,7 +816,7 @@ _TB_END = r"^[A-Za-z_][\w.]*(?:Error|Exception|Interrupt|Exit|Warning|Fault|Fail
 _STATE = {**{f"_s_{g}": pl.Int32() for g in _RAW_GRAMMARS},
           **{f"_s_x{g}": pl.Boolean() for g in _RAW_GRAMMARS},
           "_s_at": pl.Int32(), "_s_act": pl.Boolean(), "_s_id": _PROC, "_s_idc": pl.Boolean(),
-          "_s_dem": pl.Boolean()}
+          "_s_dem": pl.Boolean(), "_s_copen": pl.Boolean(), "_s_prev": pl.String()}
 _P = ("file_id", "stream")
 
 
@@ -841,7 +843,22 @@ def _grammar_records(frame: pl.DataFrame, shared: set[int]) -> pl.DataFrame:
          & ~pl.col("_exc")).alias("_ann"))
     frame = frame.with_columns(
         pl.coalesce("_s_dem", starts & raw_kind.is_in(["spy", "cpp"]) & prev_ann).alias("_dem"))
-    head = starts
+    # `Traceback (most recent call last):` or `Fatal Python error:` after a line ending with `:`
+    # is no header of its own to the parser (`During handling …:` announces the next part of
+    # the same traceback). In a stream several processes write, that line may be another
+    # process's (`Thread 0x… (most recent call first):`): the opener still opens a raw record
+    # unless the last non-blank line before it in the stream is one that announces it.
+    blank = m.str.strip_chars() == ""
+    reopen = pl.any_horizontal(m.str.starts_with(s) for s in _REOPEN)
+    category = (pl.when(ghost | blank).then(None).when(reopen).then(pl.lit("reopen"))
+                .when(pl.col("_ann")).then(pl.lit("ann")).otherwise(pl.lit("x")))
+    frame = frame.with_columns(pl.coalesce(category, "_s_prev").forward_fill().over(_P)
+                               .alias("_catf"))
+    announced = pl.col("_catf").shift(1).over(_P).is_in(["reopen", "ann"]).fill_null(False)
+    frame = frame.with_columns(pl.coalesce(
+        "_s_copen", ~starts & raw_kind.is_in(["tb", "fh"]) & m.str.contains(OPENS) & ~announced
+    ).alias("_copen"))
+    head = starts | pl.col("_copen")
     # (a c10 header with an exception takes C++ frames; torch_npu's warning holding CANN's
     # error report, `… Warning: EZ9999: Inner Error!`, the report's lines)
     torch_exc = pl.col("source").is_in(["torch", "glog"]) & (
@@ -853,7 +870,6 @@ def _grammar_records(frame: pl.DataFrame, shared: set[int]) -> pl.DataFrame:
             .when(pl.col("_ann")).then(pl.lit("ann"))
             .when(torch_exc).then(pl.lit("cppexc"))
             .otherwise(pl.lit("one")))
-    blank = m.str.strip_chars() == ""
     gram = (pl.when(blank).then(pl.lit("blank"))
             .otherwise(raw_kind.fill_null(pl.col("source").replace_strict(
                 {"tqdm": "tqdm", "cann": "cann"}, default="plain", return_dtype=pl.String))))
@@ -868,15 +884,24 @@ def _grammar_records(frame: pl.DataFrame, shared: set[int]) -> pl.DataFrame:
              for g in _RAW_GRAMMARS}
     live = ~ghost
     gram_ = pl.col("_gram")
-    reopen = (gram_ == "tb") & pl.any_horizontal(m.str.starts_with(s) for s in _REOPEN)
+    reopen = (gram_ == "tb") & reopen
     tb_end = (gram_ == "tb") & m.str.contains(_TB_END) & ~starts
     fh_end = (gram_ == "fh") & m.str.starts_with("Extension modules:")
     ends = {"tb": tb_end, "fh": fh_end}
+    # (the latest raw record of each grammar opened in the stream)
+    frame = frame.with_columns(
+        pl.when(pl.col("_opens") == g).then(pl.col("_i")).forward_fill().over(_P)
+        .alias(f"_last_{g}") for g in _RAW_GRAMMARS)
+    # a raw traceback is never surely over: after its `XxxError: …` line its process may still
+    # write the message's next lines or `During handling …` and a chained traceback, anywhere
+    # later in the stream. Once one was written, traceback, plain and blank lines in a block
+    # may be its.
+    tb_seen = pl.col("_last_tb").is_not_null()
     columns = []
     for g in _RAW_GRAMMARS:
         opened = (pl.col("_opens") == g).fill_null(False)
         if g == "tb":
-            opened = opened | (reopen & ~takes["tb"].fill_null(False))
+            opened = opened | (reopen & (~takes["tb"].fill_null(False) | tb_seen))
         closed = ends[g] & ~takes[g].fill_null(False) if g in ends else pl.lit(False)
         up = pl.col(f"_s_{g}").fill_null(0) + (live & opened).cast(pl.Int32)
         columns += [up.alias(f"_up_{g}"), (up - (live & closed).cast(pl.Int32)).alias(f"_d_{g}")]
@@ -887,9 +912,7 @@ def _grammar_records(frame: pl.DataFrame, shared: set[int]) -> pl.DataFrame:
     columns += [exc_up.alias("_up_at"), (exc_up - (live & exc_closed).cast(pl.Int32))
                 .alias("_d_at")]
     frame = frame.with_columns(columns)
-    frame = _counts(frame).with_columns(
-        *(pl.when(pl.col("_opens") == g).then(pl.col("_i")).forward_fill().over(_P)
-          .alias(f"_last_{g}") for g in _RAW_GRAMMARS))
+    frame = _counts(frame)
     raw_open = pl.sum_horizontal(pl.col(f"_n_{g}") for g in _RAW_GRAMMARS)
     # raw records active in the block so far (their tails may stand in it)
     act = ((raw_open > 0) | pl.col("_s_act").fill_null(False)).cast(pl.Int8)
@@ -902,7 +925,8 @@ def _grammar_records(frame: pl.DataFrame, shared: set[int]) -> pl.DataFrame:
     for g in _RAW_GRAMMARS:
         mine = gram_ == g
         in_block = takes[g].fill_null(False)
-        block_ok = (pl.col(f"_n_{g}") == 0) & pl.when(bh_kind == "exc").then(~exc_crowded) \
+        block_ok = (pl.col(f"_n_{g}") == 0) & (~tb_seen if g == "tb" else pl.lit(True)) & pl.when(
+            bh_kind == "exc").then(~exc_crowded) \
             .when(bh_kind == "ann").then(pl.col("_n_at") == 0).otherwise(True)
         raw_ok = ((pl.col(f"_n_{g}") == 1) & ~pl.col(f"_x_{g}")
                   & pl.col(f"_last_{g}").is_not_null())
@@ -913,7 +937,7 @@ def _grammar_records(frame: pl.DataFrame, shared: set[int]) -> pl.DataFrame:
                                  .otherwise((pl.col(f"_n_{g}") >= 1) & ~raw_ok))
     plain_block = bh_kind.is_in(["exc", "ann", "cppexc"]).fill_null(False)
     quiet = (raw_open == 0) & ~pl.col("_act")
-    plain_ok = (quiet & pl.when(bh_kind == "exc").then(~exc_crowded).otherwise(True))
+    plain_ok = (quiet & ~tb_seen & pl.when(bh_kind == "exc").then(~exc_crowded).otherwise(True))
     single = ~pl.col("file_id").is_in(list(shared)) & pl.col("stream").is_null()
     # a one-line message takes plain lines in a file only one process writes, or the tail a
     # terminal's hard wrap cut off it (it filled a terminal's width: `_hard_wrapped`)
@@ -942,14 +966,17 @@ _WIDTHS = (80, 100, 120, 132, 140, 150, 160, 180, 200, 220, 240, 250, 256, 300)
 
 def _hard_wrapped() -> pl.Expr:
     """The row and every row of its block before it, from the header on, are consecutive lines
-    and all but the row fill a terminal width: the row is the tail of a hard-wrapped header."""
+    and all but the row fill a terminal width, and the row starts inside a word (not with a
+    capital or a space: `p:device) Rank 0] Watchdog …`): the row is the tail of a hard-wrapped
+    header, not a line another process began."""
     full = pl.col("text").str.len_chars().is_in(_WIDTHS)
+    inside = ~pl.col("text").str.contains(r"^(?:[A-Z\s]|$)")
     block = (*_P, "_bh")
     before = (~full).cast(pl.Int32).cum_sum().over(block) - (~full).cast(pl.Int32)
     first_line = pl.col("line").first().over(block)
     rank = pl.int_range(pl.len(), dtype=pl.Int64).over(block)
     return ((before == 0) & (pl.col("line").cast(pl.Int64) - first_line == rank)
-            & pl.col("_bh").is_not_null())
+            & pl.col("_bh").is_not_null() & inside)
 
 
 def _counts(frame: pl.DataFrame) -> pl.DataFrame:

@@ -36,13 +36,13 @@ def states(truth: pl.DataFrame, timeline: pl.DataFrame) -> pl.DataFrame:
 
 
 def main() -> None:
-    truth = pl.read_ndjson(sys.argv[1])
-    after = states(truth, pl.read_ndjson(sys.argv[2]))
+    truth = pl.read_ndjson(sys.argv[1], infer_schema_length=None)
+    after = states(truth, pl.read_ndjson(sys.argv[2], infer_schema_length=None))
     counts = Counter((s, st) for s, st in after.select("source", "state").iter_rows())
     for (source, state), n in sorted(counts.items()):
         print(f"{source:14s} {state:13s} {n}")
     if len(sys.argv) > 3:
-        before = states(truth, pl.read_ndjson(sys.argv[3]))
+        before = states(truth, pl.read_ndjson(sys.argv[3], infer_schema_length=None))
         moved = before.join(after, on=["file", "line"], suffix="_after").filter(
             pl.col("state") != pl.col("state_after"))
         print("moved (source: before -> after):")
