@@ -67,13 +67,13 @@ def _frames(rng: random.Random, style: str) -> list[str]:
 
 _ERRORS = [
     ("RuntimeError: CUDA error: an illegal memory access was encountered",
-     ["CUDA kernel errors might be asynchronously reported at some other API call, so the "
-      "stacktrace below might be incorrect.",
+     [("CUDA kernel errors might be asynchronously reported at some other API call, so the "
+      "stacktrace below might be incorrect."),
       "For debugging consider passing CUDA_LAUNCH_BLOCKING=1"]),
-    ("torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/"
+    (("torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/"
      "ProcessGroupNCCL.cpp:2027, remote process exited or there was a network error, NCCL "
-     "version 2.21.5", ["ncclRemoteError: A call failed possibly due to a network error or a "
-                        "remote process exiting prematurely."]),
+     "version 2.21.5"), [("ncclRemoteError: A call failed possibly due to a network error or a "
+                        "remote process exiting prematurely.")]),
     ("KeyboardInterrupt", []),
     ("ValueError: boom", []),
 ]
@@ -99,8 +99,8 @@ def _what(rank: int) -> str:
 
 
 def _cpp_frames(rng: random.Random) -> list[str]:
-    return ["Exception raised from c10_cuda_check_implementation at ../c10/cuda/"
-            "CUDAException.cpp:43 (most recent call first):",
+    return [("Exception raised from c10_cuda_check_implementation at ../c10/cuda/"
+            "CUDAException.cpp:43 (most recent call first):"),
             *(f"frame #{n}: c10::Error::Error(c10::SourceLocation, std::string) + 0x96 "
               f"(0x7f3b6d41{n:04x} in /usr/local/lib/python3.10/dist-packages/torch/lib/"
               "libc10.so)" for n in range(rng.randint(1, 3)))]
@@ -120,8 +120,8 @@ def records(rng: random.Random, p: Process, second: int) -> list[Write]:
     r, s = p.rank, second
     prefix = f"[{_stamp(s)} TP{r}]"
     menu = [
-        lambda: [[f"{prefix} Decode batch, #running-req: {rng.randint(1, 64)}, #token: "
-                  f"{rng.randint(100, 9000)}, token usage: 0.0{r}, #queue-req: 0"]],
+        lambda: [[(f"{prefix} Decode batch, #running-req: {rng.randint(1, 64)}, #token: "
+                  f"{rng.randint(100, 9000)}, token usage: 0.0{r}, #queue-req: 0")]],
         lambda: [[f"{prefix} Scheduler hit an exception: Traceback (most recent call last):",
                   *_traceback(rng)[1:]]],
         lambda: [[line] for line in _traceback(rng)],
@@ -139,14 +139,14 @@ def records(rng: random.Random, p: Process, second: int) -> list[Write]:
             f"  what():  {_what(r)}", *_cpp_frames(rng)]],
         lambda: [[f"{prefix} Pyspy dump for PID {p.pid}:", *_pyspy(rng, p)]],
         lambda: [[line] for line in _pyspy(rng, p)],
-        lambda: [[f"[Gloo] Rank {r} is connected to {TP - 1} peer ranks. Expected number of "
-                  f"connected peer ranks is : {TP - 1}"]],
-        lambda: [[f"gpu-node-0:{p.pid}:{p.pid} [{r}] NCCL INFO comm 0x55d4a8c0{r:02x} rank {r} "
+        lambda: [[(f"[Gloo] Rank {r} is connected to {TP - 1} peer ranks. Expected number of "
+                  f"connected peer ranks is : {TP - 1}")]],
+        lambda: [[(f"gpu-node-0:{p.pid}:{p.pid} [{r}] NCCL INFO comm 0x55d4a8c0{r:02x} rank {r} "
                   f"nranks {TP} cudaDev {r} nvmlDev {r} busId {r + 1}8000 commId "
-                  "0x6f1d9b1c2e3a4b5c - Init COMPLETE"]],
-        lambda: [[f"[rank{r}]:[W{_c10(s, r)[1:]} ProcessGroupNCCL.cpp:4561] [PG ID 0 PG GUID 0 "
+                  "0x6f1d9b1c2e3a4b5c - Init COMPLETE")]],
+        lambda: [[(f"[rank{r}]:[W{_c10(s, r)[1:]} ProcessGroupNCCL.cpp:4561] [PG ID 0 PG GUID 0 "
                   f"Rank {r}]  using GPU {r} to perform barrier as devices used by this process "
-                  "are currently unknown."]],
+                  "are currently unknown.")]],
     ]
     writes: list[Write] = []
     for _ in range(rng.randint(1, 4)):

@@ -543,10 +543,11 @@ def _by_gloo(frame: pl.DataFrame, topology: Topology | None) -> pl.DataFrame:
         "_gloo": _PROC})
     frame = _attach(frame, table, ["file_id", "stream", "gloo_rank", "gloo_size"],
                     nulls_equal=True)
-    found = pl.col("_gloo").is_not_null() & pl.col("proc").is_null()
+    resolved = pl.col("_gloo").is_not_null() & pl.col("proc").is_null()
     return frame.with_columns(
-        pl.when(found).then(pl.col("_gloo")).otherwise(pl.col("proc")).alias("proc"),
-        pl.when(found).then(pl.lit("group-rank")).otherwise(pl.col("evidence")).alias("evidence"),
+        pl.when(resolved).then(pl.col("_gloo")).otherwise(pl.col("proc")).alias("proc"),
+        pl.when(resolved).then(pl.lit("group-rank")).otherwise(pl.col("evidence"))
+        .alias("evidence"),
     ).drop("_gloo")
 
 
@@ -854,7 +855,9 @@ def _grammar_records(frame: pl.DataFrame, shared: set[int]) -> pl.DataFrame:
                 .when(pl.col("_ann")).then(pl.lit("ann")).otherwise(pl.lit("x")))
     frame = frame.with_columns(pl.coalesce(category, "_s_prev").forward_fill().over(_P)
                                .alias("_catf"))
-    announced = pl.col("_catf").shift(1).over(_P).is_in(["reopen", "ann"]).fill_null(False)
+    # (`During handling …:` announces a traceback, not a faulthandler dump)
+    before = pl.col("_catf").shift(1).over(_P)
+    announced = ((before == "ann") | ((before == "reopen") & (raw_kind == "tb"))).fill_null(False)
     frame = frame.with_columns(pl.coalesce(
         "_s_copen", ~starts & raw_kind.is_in(["tb", "fh"]) & m.str.contains(OPENS) & ~announced
     ).alias("_copen"))
