@@ -818,7 +818,7 @@ _STATE = {**{f"_s_{g}": pl.Int32() for g in _RAW_GRAMMARS},
           **{f"_s_x{g}": pl.Boolean() for g in _RAW_GRAMMARS},
           "_s_at": pl.Int32(), "_s_act": pl.Boolean(), "_s_id": _PROC, "_s_idc": pl.Boolean(),
           "_s_dem": pl.Boolean(), "_s_copen": pl.Boolean(), "_s_prev": pl.String()}
-_P = ("file_id", "stream")
+_P = "_pid"
 
 
 def _grammar_records(frame: pl.DataFrame, shared: set[int]) -> pl.DataFrame:
@@ -832,7 +832,10 @@ def _grammar_records(frame: pl.DataFrame, shared: set[int]) -> pl.DataFrame:
     ghost = pl.col("_ghost")
     message = pl.coalesce("msg", "text") if "msg" in frame.columns else pl.col("text")
     i = pl.int_range(pl.len(), dtype=pl.UInt32)
-    frame = frame.with_columns(i.alias("_i"), message.alias("_m"))
+    # one integer per output stream (file, wrapper stream): windows over it are cheap
+    part = (pl.col("file_id").cast(pl.UInt64) if frame.get_column("stream").null_count()
+            == frame.height else pl.struct("file_id", "stream").hash())
+    frame = frame.with_columns(i.alias("_i"), message.alias("_m"), part.alias("_pid"))
     m = pl.col("_m")
     raw_kind = pl.col("source").replace_strict(_RAW_SOURCES, default=None, return_dtype=pl.String)
     # a py-spy dump or C++ abort right after a line announcing it is written with that line
@@ -918,8 +921,11 @@ def _grammar_records(frame: pl.DataFrame, shared: set[int]) -> pl.DataFrame:
     frame = _counts(frame)
     raw_open = pl.sum_horizontal(pl.col(f"_n_{g}") for g in _RAW_GRAMMARS)
     # raw records active in the block so far (their tails may stand in it)
-    act = ((raw_open > 0) | pl.col("_s_act").fill_null(False)).cast(pl.Int8)
-    frame = frame.with_columns(act.cum_max().over(*_P, "_bh").cast(pl.Boolean).alias("_act"))
+    active = (raw_open > 0) | pl.col("_s_act").fill_null(False)
+    frame = frame.with_columns(pl.when(active).then(pl.col("_i")).forward_fill().over(_P)
+                               .alias("_lastact"))
+    frame = frame.with_columns((pl.col("_lastact") >= pl.col("_bh")).fill_null(False)
+                               .alias("_act"))
     # an exception block opened while another exception record was open, in a second when
     # another process opened one too (`crowded_headers`), may hold that one's lines
     exc_crowded = (pl.col("_crowded") & (pl.col("_n_at") >= 2)).gather(pl.col("_bh").fill_null(0))
@@ -942,6 +948,11 @@ def _grammar_records(frame: pl.DataFrame, shared: set[int]) -> pl.DataFrame:
     quiet = (raw_open == 0) & ~pl.col("_act")
     plain_ok = (quiet & ~tb_seen & pl.when(bh_kind == "exc").then(~exc_crowded).otherwise(True))
     single = ~pl.col("file_id").is_in(list(shared)) & pl.col("stream").is_null()
+    full = pl.col("text").str.len_chars().is_in(_WIDTHS)
+    frame = frame.with_columns(
+        pl.int_range(pl.len(), dtype=pl.UInt32).over(_P).alias("_pr"),
+        pl.when(~full).then(pl.col("_i").cast(pl.Int64)).forward_fill().shift(1).over(_P)
+        .alias("_lastshort"))
     # a one-line message takes plain lines in a file only one process writes, or the tail a
     # terminal's hard wrap cut off it (it filled a terminal's width: `_hard_wrapped`)
     one_ok = (bh_kind == "one").fill_null(False) & (single | _hard_wrapped()) & quiet
@@ -972,21 +983,31 @@ def _hard_wrapped() -> pl.Expr:
     and all but the row fill a terminal width, and the row starts inside a word (not with a
     capital or a space: `p:device) Rank 0] Watchdog …`): the row is the tail of a hard-wrapped
     header, not a line another process began."""
-    full = pl.col("text").str.len_chars().is_in(_WIDTHS)
     inside = ~pl.col("text").str.contains(r"^(?:[A-Z\s]|$)")
-    block = (*_P, "_bh")
-    before = (~full).cast(pl.Int32).cum_sum().over(block) - (~full).cast(pl.Int32)
-    first_line = pl.col("line").first().over(block)
-    rank = pl.int_range(pl.len(), dtype=pl.Int64).over(block)
-    return ((before == 0) & (pl.col("line").cast(pl.Int64) - first_line == rank)
-            & pl.col("_bh").is_not_null() & inside)
+    bh = pl.col("_bh").fill_null(0)
+    steps = pl.col("_pr").cast(pl.Int64) - pl.col("_pr").gather(bh).cast(pl.Int64)
+    lines = pl.col("line").cast(pl.Int64) - pl.col("line").gather(bh).cast(pl.Int64)
+    return ((pl.col("_lastshort").fill_null(-1) < pl.col("_bh").cast(pl.Int64))
+            & (lines == steps) & pl.col("_bh").is_not_null() & inside)
 
 
 def _counts(frame: pl.DataFrame) -> pl.DataFrame:
     """For each raw grammar g (and `at`: exception blocks): `_n_g`, the records open at the
     row (counting those it opens), `_c_g` after it, and `_x_g`, whether two were open at once
     since the last moment none was (or the carried state says so)."""
-    names = (*_RAW_GRAMMARS, "at")
+    every = (*_RAW_GRAMMARS, "at")
+    # (a grammar nothing opens, closes or carries in the chunk - most, most of the time - has
+    # no record open anywhere: no windows)
+    quiet = [g for g in every if frame.get_column(f"_up_{g}").max() == 0
+             and frame.get_column(f"_d_{g}").min() == 0
+             and (g == "at" or not frame.get_column(f"_s_x{g}").fill_null(False).any())]
+    frame = frame.with_columns(
+        *(pl.lit(0, pl.Int32).alias(f"_{p}_{g}") for g in quiet for p in ("n", "c")),
+        *(pl.lit(False).alias(f"_x_{g}") for g in quiet)).drop(
+        *(f"_{p}_{g}" for p in ("d", "up") for g in quiet))
+    names = tuple(g for g in every if g not in quiet)
+    if not names:
+        return frame
     frame = frame.with_columns(pl.col(f"_d_{g}").cum_sum().over(_P).alias(f"_t_{g}")
                                for g in names)
     frame = frame.with_columns((pl.col(f"_t_{g}") - pl.col(f"_t_{g}").cum_min().over(_P)
@@ -1015,6 +1036,26 @@ def _identity(frame: pl.DataFrame) -> pl.DataFrame:
     """`_kid`: the process of each row's record (`_K`) so far - the first one its rows name
     (the header's, or a line's inside it), none once two disagree - and `_kidc`, that they
     disagree."""
+    # (only records that have lines besides their header need it: few rows)
+    heads = pl.col("_K") == pl.col("_i")
+    wanted = frame.filter(pl.col("_K").is_not_null() & ~heads).get_column("_K").unique()
+    rows = frame.select(pl.col("_K").is_in(wanted.implode()).fill_null(False)).to_series()
+    # (a header alone: its own process, or the one carried for it)
+    conflict = pl.col("_s_idc").fill_null(False)
+    frame = frame.with_columns(
+        pl.when(heads & ~conflict).then(pl.coalesce("_s_id", "proc")).alias("_kid"),
+        (heads & conflict).fill_null(False).alias("_kidc"),
+        pl.when(heads).then(pl.col("role")).alias("_krole"))
+    if rows.sum() == 0:
+        return frame
+    at = rows.arg_true()
+    part = _record_identity(frame.select("_K", "_s_id", "_s_idc", "proc", "role").filter(rows))
+    return frame.with_columns(
+        frame.get_column(name).scatter(at, part.get_column(name))
+        for name in ("_kid", "_kidc", "_krole"))
+
+
+def _record_identity(frame: pl.DataFrame) -> pl.DataFrame:
     value = pl.when(pl.col("_K").is_not_null()).then(pl.coalesce("_s_id", "proc"))
     frame = frame.with_columns(value.alias("_v"))
     frame = frame.with_columns(
