@@ -843,8 +843,7 @@ def _grammar_records(frame: pl.DataFrame, shared: set[int]) -> pl.DataFrame:
     prev_ann = (pl.col("_ann").shift(1).over(_P).fill_null(False)
                 & (pl.col("line").shift(1).over(_P) + 1 == pl.col("line")).fill_null(False))
     frame = frame.with_columns(
-        (starts & raw_kind.is_null() & m.str.strip_chars_end().str.ends_with(":")
-         & ~pl.col("_exc")).alias("_ann"))
+        (starts & raw_kind.is_null() & _ends_with_colon(m) & ~pl.col("_exc")).alias("_ann"))
     frame = frame.with_columns(
         pl.coalesce("_s_dem", starts & raw_kind.is_in(["spy", "cpp"]) & prev_ann).alias("_dem"))
     # `Traceback (most recent call last):` or `Fatal Python error:` after a line ending with `:`
@@ -852,7 +851,7 @@ def _grammar_records(frame: pl.DataFrame, shared: set[int]) -> pl.DataFrame:
     # the same traceback). In a stream several processes write, that line may be another
     # process's (`Thread 0x… (most recent call first):`): the opener still opens a raw record
     # unless the last non-blank line before it in the stream is one that announces it.
-    blank = m.str.strip_chars() == ""
+    blank = m.str.contains(r"^\s*$")
     reopen = pl.any_horizontal(m.str.starts_with(s) for s in _REOPEN)
     category = (pl.when(ghost | blank).then(None).when(reopen).then(pl.lit("reopen"))
                 .when(pl.col("_ann")).then(pl.lit("ann")).otherwise(pl.lit("x")))
@@ -862,13 +861,14 @@ def _grammar_records(frame: pl.DataFrame, shared: set[int]) -> pl.DataFrame:
     before = pl.col("_catf").shift(1).over(_P)
     announced = ((before == "ann") | ((before == "reopen") & (raw_kind == "tb"))).fill_null(False)
     frame = frame.with_columns(pl.coalesce(
-        "_s_copen", ~starts & raw_kind.is_in(["tb", "fh"]) & m.str.contains(OPENS) & ~announced
-    ).alias("_copen"))
+        "_s_copen", _where(~starts & raw_kind.is_in(["tb", "fh"]), m).str.contains(OPENS)
+        .fill_null(False) & ~announced).alias("_copen"))
     head = starts | pl.col("_copen")
     # (a c10 header with an exception takes C++ frames; torch_npu's warning holding CANN's
     # error report, `… Warning: EZ9999: Inner Error!`, the report's lines)
-    torch_exc = pl.col("source").is_in(["torch", "glog"]) & (
-        m.str.contains("(?i)exception") | m.str.contains(CANN_CHAINS))
+    c10 = _where(pl.col("source").is_in(["torch", "glog"]), m)
+    torch_exc = (c10.str.contains("(?i)exception") | c10.str.contains(CANN_CHAINS)
+                 ).fill_null(False)
     kind = (pl.when(~head).then(None)
             .when(pl.col("_dem")).then(pl.lit("ann"))
             .when(raw_kind.is_not_null()).then(pl.lit("raw"))
@@ -891,7 +891,7 @@ def _grammar_records(frame: pl.DataFrame, shared: set[int]) -> pl.DataFrame:
     live = ~ghost
     gram_ = pl.col("_gram")
     reopen = (gram_ == "tb") & reopen
-    tb_end = (gram_ == "tb") & m.str.contains(_TB_END) & ~starts
+    tb_end = _where(gram_ == "tb", m).str.contains(_TB_END).fill_null(False) & ~starts
     fh_end = (gram_ == "fh") & m.str.starts_with("Extension modules:")
     ends = {"tb": tb_end, "fh": fh_end}
     # (the latest raw record of each grammar opened in the stream)
@@ -978,12 +978,25 @@ def _grammar_records(frame: pl.DataFrame, shared: set[int]) -> pl.DataFrame:
 _WIDTHS = (80, 100, 120, 132, 140, 150, 160, 180, 200, 220, 240, 250, 256, 300)
 
 
+def _where(condition: pl.Expr, text: pl.Expr) -> pl.Expr:
+    """`text` where `condition` holds, else null: a pattern is then run on those rows only."""
+    return pl.when(condition.fill_null(False)).then(text)
+
+
+def _ends_with_colon(text: pl.Expr) -> pl.Expr:
+    """The text ends with `:` (trailing blanks aside)."""
+    padded = text.str.ends_with(" ") | text.str.ends_with("\t") | text.str.ends_with("\r")
+    return (text.str.ends_with(":")
+            | _where(padded, text).str.contains(r":\s*$").fill_null(False))
+
+
 def _hard_wrapped() -> pl.Expr:
     """The row and every row of its block before it, from the header on, are consecutive lines
     and all but the row fill a terminal width, and the row starts inside a word (not with a
     capital or a space: `p:device) Rank 0] Watchdog …`): the row is the tail of a hard-wrapped
     header, not a line another process began."""
-    inside = ~pl.col("text").str.contains(r"^(?:[A-Z\s]|$)")
+    inside = ~_where(pl.col("_gram") == "plain", pl.col("text")).str.contains(
+        r"^(?:[A-Z\s]|$)").fill_null(True)
     bh = pl.col("_bh").fill_null(0)
     steps = pl.col("_pr").cast(pl.Int64) - pl.col("_pr").gather(bh).cast(pl.Int64)
     lines = pl.col("line").cast(pl.Int64) - pl.col("line").gather(bh).cast(pl.Int64)
