@@ -680,6 +680,9 @@ def _contract(frame: pl.DataFrame, attribution: Attribution, names: pl.DataFrame
         .otherwise(pl.coalesce("node_rank", "file_node")).alias("node_rank"),
         pl.when(wrong_node).then(None).otherwise(pl.col("gpu_id")).alias("gpu_id"),
         pl.col("eff_host").alias("host"),
+        pl.coalesce("stream", pl.when(pl.col("file_id").is_in(
+            attribution.file_procs.get_column("file_id").implode())).then(pl.col("file")))
+        .alias("stream"),
     )
     return frame.select(*(pl.col(name).cast(dtype) for name, dtype in TIMELINE_SCHEMA.items()
                           if name != "order"), *_CHUNK_COLUMNS, "_sk")
@@ -708,6 +711,8 @@ def select_rows(analysis: Analysis, selector: Selector | None = None,
             condition &= pl.col(PREFIX_TOKENS[token]) == value
         if selector.role is not None:
             condition &= pl.col("role") == selector.role
+        if selector.stream is not None:
+            condition &= pl.col("stream").str.contains(selector.stream, literal=True)
         if selector.group is not None:
             condition &= _group_condition(analysis.topology, *selector.group)
     if since is not None or until is not None:

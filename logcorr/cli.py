@@ -144,7 +144,8 @@ def _add_analyze(commands: argparse._SubParsersAction) -> None:  # type: ignore[
     command.add_argument("-o", "--output", metavar="OUT", help="write to OUT instead of stdout")
     command.add_argument("--select", metavar="EXPR", help=(
         "only lines of these processes: tp=3, attn_dp=5, replica=1,world=0, "
-        "group=moe_ep:2, role=main"))
+        "group=moe_ep:2, role=main; or (last) the lines of an output stream: "
+        "stream=pod/sglang-0, stream=WorkerDict pid=859188"))
     command.add_argument("--since", metavar="T", help="only lines at or after T (ISO time)")
     command.add_argument("--until", metavar="T", help="only lines at or before T (ISO time)")
     command.add_argument("--clock-offset", action="append", default=[], metavar="HOST=SECONDS",

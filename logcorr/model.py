@@ -94,9 +94,9 @@ PARSED_SCHEMA: dict[str, pl.DataType] = {
     "ts_has_date": pl.Boolean(),  # False: time of day only (year-month-day placeholder 2000-01-01)
     "ts_has_year": pl.Boolean(),  # False: month/day known, year placeholder 2000 (glog, c10)
     "wrap_ts": pl.Datetime("us", "UTC"),  # collector / CRI timestamp when it carries a zone
-    # the output stream a wrapper names (`pod/NAME` of kubectl --prefix, `pid=N` of Ray,
-    # `task=N` of srun --label, a docker compose service): a line continues only a record of
-    # its own stream
+    # the output stream a wrapper names (`pod/NAME` of kubectl --prefix, `Actor pid=N, ip=…`
+    # of Ray, `task=N` of srun --label, a docker compose service): a line continues only a
+    # record of its own stream
     "stream": pl.String(),
     # identity fields printed on the line or its wrapper
     "host": pl.String(),
@@ -127,6 +127,9 @@ PARSED_SCHEMA: dict[str, pl.DataType] = {
     "comm_rank": pl.Int32(),
     "comm_nranks": pl.Int32(),
     "nccl_phase": pl.String(),  # "Init START" | "Init COMPLETE" | "Abort COMPLETE"
+    # torch's Gloo group init: `[Gloo] Rank r is connected to n peer ranks` -> r, n + 1
+    "gloo_rank": pl.Int32(),
+    "gloo_size": pl.Int32(),
     # links between a PID and a process learned from the text
     "link_pid": pl.Int64(),  # "Pyspy dump for PID n", "Process n: sglang::scheduler_TP3", ...
     "proctitle": pl.String(),  # "sglang::scheduler_DP0_TP0_EP0" when printed with link_pid
@@ -162,5 +165,9 @@ TIMELINE_SCHEMA: dict[str, pl.DataType] = {
     "moe_ep_rank": pl.Int32(),
     "moe_tp_rank": pl.Int32(),
     "evidence": pl.String(),
+    # the output stream the line came through: the wrapper's (`pod/NAME`, a Ray actor
+    # `WorkerDict pid=N, ip=…`, `task=N`, a compose service), else the file when it is one
+    # process's own; not a process coordinate (an actor's children print under its pid)
+    "stream": pl.String(),
     "text": pl.String(),
 }

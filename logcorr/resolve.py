@@ -12,8 +12,11 @@ Evidence is combined, never guessed (strongest first):
 | pid           | a (host, pid) that another line tied to one process (py-spy's `Pyspy dump    |
 |               | for PID n` on a prefixed line, `Process n: sglang::scheduler_TP3`, NCCL)      |
 | torch-rank    | torch's `[rankN]:` is the WORLD rank; unique only without native-DP replicas |
-| group-rank    | `[PG … (tp:device) Rank r]` -> member r of the group's only instance         |
-| continuation  | an unprefixed line inside a record whose header line was identified          |
+| group-rank    | `[PG … (tp:device) Rank r]` -> member r of the group's only instance;        |
+|               | `[Gloo] Rank r is connected to n peer ranks` -> member r of the n+1 instance |
+|               | holding the line's stream's processes                                        |
+| continuation  | an untagged line of the grammar of the one record of that grammar open in    |
+|               | its stream whose process is known (see `_grammar_records`)                   |
 | file          | every identified line of a per-process file names the same process           |
 
 Direct evidence on one line that disagrees leaves the line unattributed and is reported as a
@@ -27,6 +30,8 @@ from dataclasses import dataclass, field
 
 import polars as pl
 
+from logcorr.formats.misc import CANN_CHAINS
+from logcorr.formats.python import OPENS
 from logcorr.model import COORDINATES
 from logcorr.topology import Topology
 
@@ -165,6 +170,7 @@ def _attach(frame: pl.DataFrame, table: pl.DataFrame, on: list[str],
 KEY_COLUMNS: tuple[str, ...] = (
     "file_id", *PREFIX_COLUMNS, "proctitle", "host", "source", "_main", "device_id", "link_pid",
     "p_pid", "pid", "comm_id", "comm_rank", "comm_nranks", "torch_rank", "pg_desc", "pg_rank",
+    "gloo_rank", "gloo_size",
     "role", "server_args", "stream",
 )
 
@@ -226,6 +232,7 @@ def resolve_keys(keys: pl.DataFrame, topology: Topology | None,
     frame = _by_torch_rank(frame, topology, contradictions)
     frame = _by_only_scheduler(frame, topology)
     frame = _combine_direct(frame, contradictions)
+    frame = _by_gloo(frame, topology)
     frame = _title_roles(frame)
     # the rules rewrite some key columns (role); the table keeps the key as the lines have it
     table = keys.select("_k", *KEY_COLUMNS).join(
@@ -249,9 +256,10 @@ def attribute(chunk: pl.DataFrame, attribution: Attribution, crowded: pl.DataFra
     frame = chunk.with_columns(pl.lit(False).alias("_ghost"), pl.lit(None, pl.UInt32)
                                .alias("_true_record"))
     if ghost is not None:
-        frame = pl.concat([ghost.select(chunk.columns).with_columns(
+        state = [c for c in _STATE if c in ghost.columns]
+        frame = pl.concat([ghost.select(*chunk.columns, *state).with_columns(
             pl.lit(True).alias("_ghost"), ghost["record"].cast(pl.UInt32).alias("_true_record")),
-            frame])
+            frame], how="diagonal_relaxed")
     joined = frame.select(KEY_COLUMNS).join(attribution.table, on=KEY_COLUMNS, how="left",
                                             maintain_order="left", nulls_equal=True)
     frame = frame.with_columns(joined.drop(KEY_COLUMNS)).with_columns(
@@ -266,25 +274,51 @@ def next_ghost(chunk: pl.DataFrame, ghost: pl.DataFrame | None, attributed: pl.D
                ) -> pl.DataFrame | None:
     """The raw rows (of `chunk`, or of `ghost` itself) heading the records still open at the
     end of `attributed` (the result of `attribute(chunk, …, ghost)`), with their record
-    numbers, in record order: the header of the last file's open record and, where lines
-    carry wrapper streams, the latest header of each stream of that file (a pod's next line
-    goes on with its own pod's record)."""
+    numbers, in record order: the header of the last file's open record and, per output stream
+    of that file (wrapper stream or none), its latest header, the block its lines stand in and
+    its latest raw record of each grammar; with the state of each stream (`_STATE`: open raw
+    records, whether they interleave) and of each record (its process so far)."""
     if attributed.height == 0:
         return ghost
     last_file = attributed.get_column("file_id")[-1]
     mine = (attributed.select(pl.int_range(pl.len(), dtype=pl.UInt32).alias("_at"), "file_id",
-                              "stream", "starts_record")
+                              "stream", "starts_record", "_bh", "_act", "_catf",
+                              *(f"_last_{g}" for g in _RAW_GRAMMARS),
+                              *(f"_c_{g}" for g in (*_RAW_GRAMMARS, "at")),
+                              *(f"_x_{g}" for g in _RAW_GRAMMARS))
             .filter(pl.col("file_id") == last_file))
+    ends = mine.group_by("stream").agg(pl.all().last())
     heads = {int(attributed.get_column("_file_head")[-1])}
-    streamed = mine.filter(pl.col("starts_record").fill_null(False)
-                           & pl.col("stream").is_not_null())
-    if streamed.height:
-        heads |= set(streamed.group_by("stream").agg(pl.col("_at").max())
-                     .get_column("_at").to_list())
+    heads |= set(mine.filter(pl.col("starts_record").fill_null(False)).group_by("stream")
+                 .agg(pl.col("_at").max()).get_column("_at").to_list())
+    for column in ("_bh", *(f"_last_{g}" for g in _RAW_GRAMMARS)):
+        heads |= {int(v) for v in ends.get_column(column).drop_nulls().to_list()}
     at = pl.Series("_at", sorted(heads), dtype=pl.UInt32)
     raw = chunk if ghost is None else pl.concat([ghost.select(chunk.columns), chunk])
-    return raw[at].with_columns(attributed.get_column("record").gather(at).cast(pl.UInt32)
-                                .alias("record"))
+    rows = raw.select(chunk.columns)[at].with_columns(
+        attributed.get_column("record").gather(at).cast(pl.UInt32).alias("record"),
+        at, attributed.get_column("stream").gather(at).alias("_stream"),
+        attributed.get_column("_dem").gather(at).alias("_s_dem"),
+        attributed.get_column("_copen").gather(at).alias("_s_copen"))
+    # each carried record's process so far
+    known = (attributed.select("_K", "_kid", "_kidc").with_row_index("_r")
+             .filter(pl.col("_K").is_in(at.implode())).group_by("_K")
+             .agg(pl.col("_kid").last().alias("_s_id"), pl.col("_kidc").last().alias("_s_idc")))
+    rows = rows.join(known, left_on="_at", right_on="_K", how="left", maintain_order="left")
+    # each stream's state, on its first carried row; the block's on the block's header
+    first = rows.group_by("_stream").agg(pl.col("_at").min())
+    seeds = ends.select(
+        pl.col("stream").alias("_stream"),
+        *(pl.col(f"_c_{g}").cast(pl.Int32).alias(f"_s_{g}") for g in _RAW_GRAMMARS),
+        *((pl.col(f"_x_{g}") & (pl.col(f"_c_{g}") > 0)).alias(f"_s_x{g}") for g in _RAW_GRAMMARS),
+        pl.col("_c_at").cast(pl.Int32).alias("_s_at"), pl.col("_catf").alias("_s_prev")).join(
+        first, on="_stream", nulls_equal=True)
+    rows = rows.join(seeds.drop("_stream"), on="_at", how="left", maintain_order="left")
+    blocks = ends.select(pl.col("_bh").alias("_at"), pl.col("_act").alias("_s_act")).drop_nulls(
+        "_at")
+    rows = rows.join(blocks, on="_at", how="left", maintain_order="left")
+    return rows.drop("_at", "_stream").with_columns(
+        pl.col(name).cast(dtype) for name, dtype in _STATE.items())
 
 
 def _by_prefix(frame: pl.DataFrame, topology: Topology | None, processes: pl.DataFrame,
@@ -480,6 +514,43 @@ def _communicator_links(topology: Topology, members: pl.DataFrame) -> list[tuple
             .iter_rows() if proc is None and 0 <= rank < width]
 
 
+def _by_gloo(frame: pl.DataFrame, topology: Topology | None) -> pl.DataFrame:
+    """`[Gloo] Rank r is connected to n peer ranks`: member r of the group instance whose Gloo
+    communicator has n+1 members and holds every process identified in the line's output
+    stream (file, wrapper stream) - when all such instances (of any group, any replica) agree
+    on member r. Otherwise the line stays unattributed."""
+    gloo = pl.col("gloo_rank").is_not_null() & pl.col("gloo_size").is_not_null()
+    if topology is None or not frame.select(gloo.any()).item():
+        return frame
+    world = topology.sizes.world
+    instances = {(replica, members) for group in topology.groups.values()
+                 for members in group.members for replica in range(topology.sizes.replicas)}
+    seen = (frame.filter(pl.col("proc").is_not_null()).group_by("file_id", "stream")
+            .agg(pl.col("proc").unique()))
+    candidates = {(f, s): set(p) for f, s, p in seen.iter_rows()}
+    answers: list[tuple[int, str | None, int, int, int | None]] = []
+    for file_id, stream, rank, size in (frame.filter(gloo & pl.col("proc").is_null()
+                                                     & ~pl.col("conflict"))
+                                        .select("file_id", "stream", "gloo_rank", "gloo_size")
+                                        .unique().iter_rows()):
+        known = candidates.get((file_id, stream), set())
+        found = {replica * world + members[rank] for replica, members in instances
+                 if len(members) == size and 0 <= rank < size
+                 and known <= {replica * world + m for m in members}}
+        answers.append((file_id, stream, rank, size, found.pop() if len(found) == 1 else None))
+    table = pl.DataFrame(answers, orient="row", schema={
+        "file_id": pl.UInt32, "stream": pl.String, "gloo_rank": pl.Int32, "gloo_size": pl.Int32,
+        "_gloo": _PROC})
+    frame = _attach(frame, table, ["file_id", "stream", "gloo_rank", "gloo_size"],
+                    nulls_equal=True)
+    resolved = pl.col("_gloo").is_not_null() & pl.col("proc").is_null()
+    return frame.with_columns(
+        pl.when(resolved).then(pl.col("_gloo")).otherwise(pl.col("proc")).alias("proc"),
+        pl.when(resolved).then(pl.lit("group-rank")).otherwise(pl.col("evidence"))
+        .alias("evidence"),
+    ).drop("_gloo")
+
+
 _ROLE_STEMS = (("DataParallelController hit an exception", "dp_controller"),
                ("DetokenizerManager hit an exception", "detokenizer"),
                ("TokenizerManager hit an exception", "main"),
@@ -660,11 +731,10 @@ def _mark_crowded(frame: pl.DataFrame, crowded: pl.DataFrame) -> pl.Series:
 
 def _by_continuation(frame: pl.DataFrame, crowded: pl.DataFrame, shared: list[int] | None = None
                      ) -> pl.DataFrame:
-    """Rows that continue a record (no header of their own) inherit its header's process and
-    role - unless several processes of the file opened an exception record in the same second:
-    their tracebacks may interleave, so which line is whose is not known. In a file several
-    processes write to (`shared`), a plain line (`other`) after a one-line SGLang message (no
-    exception) is not its continuation: it is a `print` of any of them (8 schedulers each
+    """Rows that continue a record (no header of their own) take the process of the record
+    whose grammar they fit (see `_grammar_records`) - never across another output stream, a
+    glued line or a progress bar. In a file several processes write to (`shared`), a plain line
+    after a one-line message is no record's: it is a `print` of any of them (8 schedulers each
     printing `Cache shape torch.Size(…)` after their own `Load weight begin`)."""
     starts = pl.col("starts_record").fill_null(False)
     record, head_row = _records(starts)
@@ -678,41 +748,342 @@ def _by_continuation(frame: pl.DataFrame, crowded: pl.DataFrame, shared: list[in
                                pl.col("_head_row").alias("_file_head"))
     if frame.get_column("stream").null_count() < frame.height:
         frame = _stream_records(frame, starts)
-    header_proc = pl.col("proc").gather(pl.col("_head_row"))
-    header_role = pl.col("role").gather(pl.col("_head_row"))
-    header_crowded = pl.col("_crowded").gather(pl.col("_head_row"))
     # a record glued into the middle of another's line (part > 0) takes the next lines only
     # when it announces them (`…: Traceback (most recent call last):`): a hard-wrapped tail
     # after it may be the first part's as well
-    header_glued = pl.lit(False)
+    glued = pl.repeat(False, frame.height, eager=True)
     parts = frame.get_column("part")
     if parts.max() > 0:  # type: ignore[operator]
         at = (parts > 0).arg_true()  # (their text is read on those few rows only)
         open_ = frame.get_column("text").gather(at).str.strip_chars_end().str.ends_with(":")
-        glued = pl.repeat(False, frame.height, eager=True).scatter(at.filter(~open_), True)
-        header_glued = pl.lit(glued).gather(pl.col("_head_row"))
-    # a line a wrapper puts in another output stream (another pod, another Ray worker) than
-    # its record's header is not part of that record
-    other_stream = _other_stream()
-    # a progress bar is a record of its own, printed by whichever process draws it
-    printed = pl.lit(_printed(frame, shared or []))
+        glued = glued.scatter(at.filter(~open_), True)
+    printed = _printed(frame, shared or [])
+    frame = _grammar_records(frame.with_columns(pl.lit(glued).alias("_glued")),
+                             set(shared or []))
+    header_glued = pl.col("_glued").gather(pl.col("_head_row"))
     # the blank line NCCL prints before a WARN is the WARN's writer's (`_before_warn`: set by
     # the caller, which knows the next chunk's first line)
     before_warn = (pl.col("_before_warn").fill_null(False) if "_before_warn" in frame.columns
                    else pl.lit(False))
-    inherit = (pl.col("proc").is_null() & ~starts & (pl.col("record") > 0) & ~pl.col("conflict")
-               & ~header_crowded & (pl.col("source") != "tqdm").fill_null(True) & ~other_stream
-               & ~printed & ~header_glued & ~before_warn)
+    has_record = pl.col("_K").is_not_null()
+    record_proc = pl.col("_kid")
+    record_role = pl.col("_krole")
+    inherit = (pl.col("proc").is_null() & ~starts & has_record & ~pl.col("conflict")
+               & ~before_warn)
     return frame.with_columns(
-        pl.when(inherit).then(header_proc).otherwise(pl.col("proc")).alias("proc"),
-        pl.when(inherit & header_proc.is_not_null()).then(pl.lit("continuation"))
+        pl.when(inherit).then(record_proc).otherwise(pl.col("proc")).alias("proc"),
+        pl.when(inherit & record_proc.is_not_null()).then(pl.lit("continuation"))
         .otherwise(pl.col("evidence")).alias("evidence"),
-        pl.when(inherit & pl.col("role").is_null()).then(header_role).otherwise(pl.col("role"))
+        pl.when(inherit & pl.col("role").is_null()).then(record_role).otherwise(pl.col("role"))
         .alias("role"),
-        (~starts & header_crowded & pl.col("proc").is_null()).alias("interleaved"),
-        (pl.col("proc").is_null() & ~starts & printed).alias("_printed"),
-        (pl.col("proc").is_null() & ~starts & header_glued).alias("_after_glued"),
-    ).drop("_crowded")
+        pl.when(has_record & ~starts).then(pl.col("record").gather(pl.col("_K").fill_null(0)))
+        .otherwise(pl.col("record")).alias("record"),
+        (~starts & pl.col("_amb") & pl.col("proc").is_null()).alias("interleaved"),
+        (pl.col("proc").is_null() & ~starts & pl.lit(printed)).alias("_printed"),
+        (pl.col("proc").is_null() & ~starts & header_glued & ~has_record).alias("_after_glued"),
+    ).drop("_crowded", "_glued")
+
+
+# --------------------------------------------------------------------------- record grammars
+#
+# An untagged line continues a record only when it fits the record's grammar, and only when
+# which record is known. Records are of two kinds:
+#
+# * a *block*: a logging record (SGLang, torch c10, glog, …) written in one piece, so the lines
+#   right after its header are its own: a header with an exception (`… hit an exception:
+#   Traceback …`) takes traceback lines, one announcing what follows (`Pyspy dump for PID n:`)
+#   takes any dump, a c10 header with an exception takes C++ frames; plain lines follow the
+#   three. A one-line message takes nothing (but plain lines in a file that is not shared).
+# * a *raw record*: text a process writes a line at a time to stderr, with no header of its
+#   own - a Python traceback from `sys.excepthook` (`Traceback (most recent call last):` …
+#   `XxxError: …`), a faulthandler dump (`Fatal Python error: …` … `Extension modules: …`), a
+#   C++ abort (`terminate called after throwing …`, `what():`, `frame #N:`), a py-spy dump
+#   (`Process N: …`). When several processes abort at once, their raw records interleave line
+#   by line with each other and with other processes' blocks.
+#
+# Per output stream (file, wrapper stream) and grammar, the raw records open at each line are
+# counted (opened by their first line, closed by their last where the grammar has one). A line
+# of a grammar goes to the block it stands in when the block takes that grammar and no raw
+# record of it is open; else to the one raw record of that grammar that is open, when it has been
+# the only one since it opened. Otherwise it is unattributed ("interleaved records"). A record's
+# process is its header's, or the one an identified line inside it names (`what(): [PG … Rank
+# r]`, `Process N: sglang::scheduler_TP3`), from that line on. All of it is carried from chunk
+# to chunk by `next_ghost` (the `_s_*` state columns of its rows).
+
+_RAW_GRAMMARS = ("tb", "fh", "spy", "cpp")
+_RAW_SOURCES = {"traceback": "tb", "faulthandler": "fh", "pyspy": "spy", "cpp": "cpp"}
+_REOPEN = ("During handling of the above exception", "The above exception was the direct cause")
+_TB_END = r"^[A-Za-z_][\w.]*(?:Error|Exception|Interrupt|Exit|Warning|Fault|Failure)(?:: |:$|$)"
+_STATE = {**{f"_s_{g}": pl.Int32() for g in _RAW_GRAMMARS},
+          **{f"_s_x{g}": pl.Boolean() for g in _RAW_GRAMMARS},
+          "_s_at": pl.Int32(), "_s_act": pl.Boolean(), "_s_id": _PROC, "_s_idc": pl.Boolean(),
+          "_s_dem": pl.Boolean(), "_s_copen": pl.Boolean(), "_s_prev": pl.String()}
+_P = "_pid"
+
+
+def _grammar_records(frame: pl.DataFrame, shared: set[int]) -> pl.DataFrame:
+    """`_K` (the row heading the record each row belongs to, or null), `_kid` (that record's
+    process so far), `_amb` (the row may be one of several open records') and the state
+    `next_ghost` carries."""
+    for name, dtype in _STATE.items():
+        if name not in frame.columns:
+            frame = frame.with_columns(pl.lit(None, dtype).alias(name))
+    starts = pl.col("starts_record").fill_null(False)
+    ghost = pl.col("_ghost")
+    message = pl.coalesce("msg", "text") if "msg" in frame.columns else pl.col("text")
+    i = pl.int_range(pl.len(), dtype=pl.UInt32)
+    # one integer per output stream (file, wrapper stream): windows over it are cheap
+    part = (pl.col("file_id").cast(pl.UInt64) if frame.get_column("stream").null_count()
+            == frame.height else pl.struct("file_id", "stream").hash())
+    frame = frame.with_columns(i.alias("_i"), message.alias("_m"), part.alias("_pid"))
+    m = pl.col("_m")
+    raw_kind = pl.col("source").replace_strict(_RAW_SOURCES, default=None, return_dtype=pl.String)
+    # a py-spy dump or C++ abort right after a line announcing it is written with that line
+    # (`Pyspy dump for PID n:` then `Process n: sglang::detokenizer`): a block of its own
+    prev_ann = (pl.col("_ann").shift(1).over(_P).fill_null(False)
+                & (pl.col("line").shift(1).over(_P) + 1 == pl.col("line")).fill_null(False))
+    frame = frame.with_columns(
+        (starts & raw_kind.is_null() & _ends_with_colon(m) & ~pl.col("_exc")).alias("_ann"))
+    frame = frame.with_columns(
+        pl.coalesce("_s_dem", starts & raw_kind.is_in(["spy", "cpp"]) & prev_ann).alias("_dem"))
+    # `Traceback (most recent call last):` or `Fatal Python error:` after a line ending with `:`
+    # is no header of its own to the parser (`During handling …:` announces the next part of
+    # the same traceback). In a stream several processes write, that line may be another
+    # process's (`Thread 0x… (most recent call first):`): the opener still opens a raw record
+    # unless the last non-blank line before it in the stream is one that announces it.
+    blank = m.str.contains(r"^\s*$")
+    reopen = pl.any_horizontal(m.str.starts_with(s) for s in _REOPEN)
+    category = (pl.when(ghost | blank).then(None).when(reopen).then(pl.lit("reopen"))
+                .when(pl.col("_ann")).then(pl.lit("ann")).otherwise(pl.lit("x")))
+    frame = frame.with_columns(pl.coalesce(category, "_s_prev").forward_fill().over(_P)
+                               .alias("_catf"))
+    # (`During handling …:` announces a traceback, not a faulthandler dump)
+    before = pl.col("_catf").shift(1).over(_P)
+    announced = ((before == "ann") | ((before == "reopen") & (raw_kind == "tb"))).fill_null(False)
+    frame = frame.with_columns(pl.coalesce(
+        "_s_copen", _where(~starts & raw_kind.is_in(["tb", "fh"]), m).str.contains(OPENS)
+        .fill_null(False) & ~announced).alias("_copen"))
+    head = starts | pl.col("_copen")
+    # (a c10 header with an exception takes C++ frames; torch_npu's warning holding CANN's
+    # error report, `… Warning: EZ9999: Inner Error!`, the report's lines)
+    c10 = _where(pl.col("source").is_in(["torch", "glog"]), m)
+    torch_exc = (c10.str.contains("(?i)exception") | c10.str.contains(CANN_CHAINS)
+                 ).fill_null(False)
+    kind = (pl.when(~head).then(None)
+            .when(pl.col("_dem")).then(pl.lit("ann"))
+            .when(raw_kind.is_not_null()).then(pl.lit("raw"))
+            .when(pl.col("_exc")).then(pl.lit("exc"))
+            .when(pl.col("_ann")).then(pl.lit("ann"))
+            .when(torch_exc).then(pl.lit("cppexc"))
+            .otherwise(pl.lit("one")))
+    gram = (pl.when(blank).then(pl.lit("blank"))
+            .otherwise(raw_kind.fill_null(pl.col("source").replace_strict(
+                {"tqdm": "tqdm", "cann": "cann"}, default="plain", return_dtype=pl.String))))
+    frame = frame.with_columns(
+        kind.alias("_kind"), pl.when(head & ~pl.col("_dem")).then(raw_kind).alias("_opens"),
+        pl.when(head).then(pl.col("_i")).forward_fill().over(_P).alias("_bh"),
+        gram.alias("_gram"))
+    bh_kind = pl.col("_kind").gather(pl.col("_bh").fill_null(0))
+    bh_kind = pl.when(pl.col("_bh").is_not_null()).then(bh_kind)
+    takes = {g: bh_kind.is_in(["exc", "ann"]) if g == "tb"
+             else bh_kind.is_in(["ann", "cppexc"]) if g == "cpp" else bh_kind == "ann"
+             for g in _RAW_GRAMMARS}
+    live = ~ghost
+    gram_ = pl.col("_gram")
+    reopen = (gram_ == "tb") & reopen
+    tb_end = _where(gram_ == "tb", m).str.contains(_TB_END).fill_null(False) & ~starts
+    fh_end = (gram_ == "fh") & m.str.starts_with("Extension modules:")
+    ends = {"tb": tb_end, "fh": fh_end}
+    # (the latest raw record of each grammar opened in the stream)
+    frame = frame.with_columns(
+        pl.when(pl.col("_opens") == g).then(pl.col("_i")).forward_fill().over(_P)
+        .alias(f"_last_{g}") for g in _RAW_GRAMMARS)
+    # a raw traceback is never surely over: after its `XxxError: …` line its process may still
+    # write the message's next lines or `During handling …` and a chained traceback, anywhere
+    # later in the stream. Once one was written, traceback, plain and blank lines in a block
+    # may be its.
+    tb_seen = pl.col("_last_tb").is_not_null()
+    columns = []
+    for g in _RAW_GRAMMARS:
+        opened = (pl.col("_opens") == g).fill_null(False)
+        if g == "tb":
+            opened = opened | (reopen & (~takes["tb"].fill_null(False) | tb_seen))
+        closed = ends[g] & ~takes[g].fill_null(False) if g in ends else pl.lit(False)
+        up = pl.col(f"_s_{g}").fill_null(0) + (live & opened).cast(pl.Int32)
+        columns += [up.alias(f"_up_{g}"), (up - (live & closed).cast(pl.Int32)).alias(f"_d_{g}")]
+    exc_opened = ((pl.col("_kind") == "exc").fill_null(False)
+                  | (reopen & (bh_kind == "exc").fill_null(False)))
+    exc_up = pl.col("_s_at").fill_null(0) + (live & exc_opened).cast(pl.Int32)
+    exc_closed = tb_end & (bh_kind == "exc").fill_null(False)
+    columns += [exc_up.alias("_up_at"), (exc_up - (live & exc_closed).cast(pl.Int32))
+                .alias("_d_at")]
+    frame = frame.with_columns(columns)
+    frame = _counts(frame)
+    raw_open = pl.sum_horizontal(pl.col(f"_n_{g}") for g in _RAW_GRAMMARS)
+    # raw records active in the block so far (their tails may stand in it)
+    active = (raw_open > 0) | pl.col("_s_act").fill_null(False)
+    frame = frame.with_columns(pl.when(active).then(pl.col("_i")).forward_fill().over(_P)
+                               .alias("_lastact"))
+    frame = frame.with_columns((pl.col("_lastact") >= pl.col("_bh")).fill_null(False)
+                               .alias("_act"))
+    # an exception block opened while another exception record was open, in a second when
+    # another process opened one too (`crowded_headers`), may hold that one's lines
+    exc_crowded = (pl.col("_crowded") & (pl.col("_n_at") >= 2)).gather(pl.col("_bh").fill_null(0))
+    assigned: pl.Expr = pl.lit(None, pl.UInt32)
+    ambiguous: pl.Expr = pl.lit(False)
+    for g in _RAW_GRAMMARS:
+        mine = gram_ == g
+        in_block = takes[g].fill_null(False)
+        block_ok = (pl.col(f"_n_{g}") == 0) & (~tb_seen if g == "tb" else pl.lit(True)) & pl.when(
+            bh_kind == "exc").then(~exc_crowded) \
+            .when(bh_kind == "ann").then(pl.col("_n_at") == 0).otherwise(True)
+        raw_ok = ((pl.col(f"_n_{g}") == 1) & ~pl.col(f"_x_{g}")
+                  & pl.col(f"_last_{g}").is_not_null())
+        assigned = (pl.when(mine & in_block & block_ok).then(pl.col("_bh"))
+                    .when(mine & ~in_block & raw_ok).then(pl.col(f"_last_{g}"))
+                    .otherwise(assigned))
+        ambiguous = ambiguous | (mine & pl.when(in_block).then(~block_ok)
+                                 .otherwise((pl.col(f"_n_{g}") >= 1) & ~raw_ok))
+    plain_block = bh_kind.is_in(["exc", "ann", "cppexc"]).fill_null(False)
+    quiet = (raw_open == 0) & ~pl.col("_act")
+    plain_ok = (quiet & ~tb_seen & pl.when(bh_kind == "exc").then(~exc_crowded).otherwise(True))
+    single = ~pl.col("file_id").is_in(list(shared)) & pl.col("stream").is_null()
+    full = pl.col("text").str.len_chars().is_in(_WIDTHS)
+    frame = frame.with_columns(
+        pl.int_range(pl.len(), dtype=pl.UInt32).over(_P).alias("_pr"),
+        pl.when(~full).then(pl.col("_i").cast(pl.Int64)).forward_fill().shift(1).over(_P)
+        .alias("_lastshort"))
+    # a one-line message takes plain lines in a file only one process writes, or the tail a
+    # terminal's hard wrap cut off it (it filled a terminal's width: `_hard_wrapped`)
+    one_ok = (bh_kind == "one").fill_null(False) & (single | _hard_wrapped()) & quiet
+    plain = gram_ == "plain"
+    # a blank line is nobody's where several processes write, but inside a block written in
+    # one piece (a logged traceback, an announced dump) while no raw record is open
+    blank = (gram_ == "blank") & bh_kind.is_in(["exc", "ann"]).fill_null(False)
+    assigned = (pl.when(plain & ((plain_block & plain_ok) | one_ok)).then(pl.col("_bh"))
+                .when(blank & plain_ok).then(pl.col("_bh"))
+                .when(gram_ == "cann").then(pl.col("_bh"))
+                .otherwise(assigned))
+    ambiguous = ambiguous | ((plain & plain_block) | blank) & ~plain_ok
+    # the record's own header row; glued headers and progress bars take nothing
+    taken = (~pl.col("_glued").gather(pl.col("_bh").fill_null(0)) | (pl.col("_bh").is_null()))
+    assigned = (pl.when(head).then(pl.col("_i"))
+                .when(pl.col("source") == "tqdm").then(None)
+                .when(taken).then(assigned))
+    frame = frame.with_columns(assigned.alias("_K"), ambiguous.fill_null(False).alias("_amb"))
+    return _identity(frame)
+
+
+# terminal widths a hard wrap cuts lines at
+_WIDTHS = (80, 100, 120, 132, 140, 150, 160, 180, 200, 220, 240, 250, 256, 300)
+
+
+def _where(condition: pl.Expr, text: pl.Expr) -> pl.Expr:
+    """`text` where `condition` holds, else null: a pattern is then run on those rows only."""
+    return pl.when(condition.fill_null(False)).then(text)
+
+
+def _ends_with_colon(text: pl.Expr) -> pl.Expr:
+    """The text ends with `:` (trailing blanks aside)."""
+    padded = text.str.ends_with(" ") | text.str.ends_with("\t") | text.str.ends_with("\r")
+    return (text.str.ends_with(":")
+            | _where(padded, text).str.contains(r":\s*$").fill_null(False))
+
+
+def _hard_wrapped() -> pl.Expr:
+    """The row and every row of its block before it, from the header on, are consecutive lines
+    and all but the row fill a terminal width, and the row starts inside a word (not with a
+    capital or a space: `p:device) Rank 0] Watchdog …`): the row is the tail of a hard-wrapped
+    header, not a line another process began."""
+    inside = ~_where(pl.col("_gram") == "plain", pl.col("text")).str.contains(
+        r"^(?:[A-Z\s]|$)").fill_null(True)
+    bh = pl.col("_bh").fill_null(0)
+    steps = pl.col("_pr").cast(pl.Int64) - pl.col("_pr").gather(bh).cast(pl.Int64)
+    lines = pl.col("line").cast(pl.Int64) - pl.col("line").gather(bh).cast(pl.Int64)
+    return ((pl.col("_lastshort").fill_null(-1) < pl.col("_bh").cast(pl.Int64))
+            & (lines == steps) & pl.col("_bh").is_not_null() & inside)
+
+
+def _counts(frame: pl.DataFrame) -> pl.DataFrame:
+    """For each raw grammar g (and `at`: exception blocks): `_n_g`, the records open at the
+    row (counting those it opens), `_c_g` after it, and `_x_g`, whether two were open at once
+    since the last moment none was (or the carried state says so)."""
+    every = (*_RAW_GRAMMARS, "at")
+    # (a grammar nothing opens, closes or carries in the chunk - most, most of the time - has
+    # no record open anywhere: no windows)
+    quiet = [g for g in every if frame.get_column(f"_up_{g}").max() == 0
+             and frame.get_column(f"_d_{g}").min() == 0
+             and (g == "at" or not frame.get_column(f"_s_x{g}").fill_null(False).any())]
+    frame = frame.with_columns(
+        *(pl.lit(0, pl.Int32).alias(f"_{p}_{g}") for g in quiet for p in ("n", "c")),
+        *(pl.lit(False).alias(f"_x_{g}") for g in quiet)).drop(
+        *(f"_{p}_{g}" for p in ("d", "up") for g in quiet))
+    names = tuple(g for g in every if g not in quiet)
+    if not names:
+        return frame
+    frame = frame.with_columns(pl.col(f"_d_{g}").cum_sum().over(_P).alias(f"_t_{g}")
+                               for g in names)
+    frame = frame.with_columns((pl.col(f"_t_{g}") - pl.col(f"_t_{g}").cum_min().over(_P)
+                                .clip(upper_bound=0)).alias(f"_c_{g}") for g in names)
+    frame = frame.with_columns(
+        (pl.col(f"_c_{g}").shift(1).over(_P).fill_null(0)
+         + pl.col(f"_up_{g}").clip(lower_bound=0)).alias(f"_n_{g}") for g in names)
+    i = pl.col("_i")
+    seeds = {g: pl.col(f"_s_x{g}").fill_null(False) if g != "at" else pl.lit(False)
+             for g in names}
+    frame = frame.with_columns(
+        *(pl.when((pl.col(f"_n_{g}") >= 2) | seeds[g]).then(i).forward_fill().over(_P)
+          .alias(f"_two_{g}") for g in names),
+        *(pl.when(pl.col(f"_c_{g}") == 0).then(i).forward_fill().over(_P)
+          .alias(f"_zero_{g}") for g in names))
+    frame = frame.with_columns(pl.col(f"_zero_{g}").shift(1).over(_P).alias(f"_zero_{g}")
+                               for g in names)
+    return frame.with_columns(
+        (pl.col(f"_two_{g}").is_not_null() & (pl.col(f"_zero_{g}").is_null()
+                                              | (pl.col(f"_two_{g}") > pl.col(f"_zero_{g}"))))
+        .alias(f"_x_{g}") for g in names).drop(
+        *(f"_{p}_{g}" for p in ("t", "two", "zero", "d", "up") for g in names))
+
+
+def _identity(frame: pl.DataFrame) -> pl.DataFrame:
+    """`_kid`: the process of each row's record (`_K`) so far - the first one its rows name
+    (the header's, or a line's inside it), none once two disagree - and `_kidc`, that they
+    disagree."""
+    # (only records that have lines besides their header need it: few rows)
+    heads = pl.col("_K") == pl.col("_i")
+    wanted = frame.filter(pl.col("_K").is_not_null() & ~heads).get_column("_K").unique()
+    rows = frame.select(pl.col("_K").is_in(wanted.implode()).fill_null(False)).to_series()
+    # (a header alone: its own process, or the one carried for it)
+    conflict = pl.col("_s_idc").fill_null(False)
+    frame = frame.with_columns(
+        pl.when(heads & ~conflict).then(pl.coalesce("_s_id", "proc")).alias("_kid"),
+        (heads & conflict).fill_null(False).alias("_kidc"),
+        pl.when(heads).then(pl.col("role")).alias("_krole"))
+    if rows.sum() == 0:
+        return frame
+    at = rows.arg_true()
+    part = _record_identity(frame.select("_K", "_s_id", "_s_idc", "proc", "role").filter(rows))
+    return frame.with_columns(
+        frame.get_column(name).scatter(at, part.get_column(name))
+        for name in ("_kid", "_kidc", "_krole"))
+
+
+def _record_identity(frame: pl.DataFrame) -> pl.DataFrame:
+    value = pl.when(pl.col("_K").is_not_null()).then(pl.coalesce("_s_id", "proc"))
+    frame = frame.with_columns(value.alias("_v"))
+    frame = frame.with_columns(
+        pl.col("_v").is_not_null().cast(pl.UInt32).cum_sum().over("_K").alias("_seen"))
+    frame = frame.with_columns(pl.when(pl.col("_v").is_not_null() & (pl.col("_seen") == 1))
+                               .then(pl.col("_v")).forward_fill().over("_K").alias("_first"))
+    disagree = ((pl.col("_v").is_not_null() & (pl.col("_v") != pl.col("_first")))
+                | pl.col("_s_idc").fill_null(False))
+    frame = frame.with_columns(disagree.cast(pl.Int8).cum_max().over("_K").cast(pl.Boolean)
+                               .alias("_kidc"))
+    # (its role: the latest one its rows name - a dump's title after its announcement)
+    return frame.with_columns(pl.when(~pl.col("_kidc")).then(pl.col("_first")).alias("_kid"),
+                              pl.when(pl.col("_K").is_not_null()).then(pl.col("role"))
+                              .forward_fill().over("_K").alias("_krole")
+                              ).drop("_v", "_seen", "_first")
 
 
 def _other_stream() -> pl.Expr:

@@ -1,4 +1,5 @@
-"""Coordinate selectors: `tp=10`, `world=5,replica=1`, `DP5 TP10`, `group=moe_ep:2`, `role=main`.
+"""Coordinate selectors: `tp=10`, `world=5,replica=1`, `DP5 TP10`, `group=moe_ep:2`, `role=main`,
+`stream=pod/sglang-0` (the rest of the selector: a stream name may hold spaces and commas).
 
 Used by `topology --rank` and `analyze --select`.
 """
@@ -41,6 +42,7 @@ class Selector:
     tokens: dict[str, int] = field(default_factory=dict)
     group: tuple[str, int] | None = None  # (group name, world rank whose instance is meant)
     role: str | None = None
+    stream: str | None = None  # lines whose `stream` holds this text
 
     def criteria(self) -> dict[str, int]:
         """Attribute and prefix-token criteria for `Topology.select`."""
@@ -51,12 +53,22 @@ def parse_selector(spec: str) -> Selector:
     """Parse a selector; raise InputError saying the accepted forms when it is malformed.
 
     >>> parse_selector("world=5,replica=1")
-    Selector(values={'world_rank': 5, 'replica': 1}, tokens={}, group=None, role=None)
+    Selector(values={'world_rank': 5, 'replica': 1}, tokens={}, group=None, role=None, stream=None)
     >>> parse_selector("DP5 TP10").tokens
     {'DP': 5, 'TP': 10}
     >>> parse_selector("group=moe_ep:2").group
     ('moe_ep', 2)
+    >>> parse_selector("role=main stream=WorkerDict pid=859188, ip=10.0.0.1").stream
+    'WorkerDict pid=859188, ip=10.0.0.1'
     """
+    stream: str | None = None
+    found = regex.search(r"(?:^|[,\s])stream=", spec, flags=regex.IGNORECASE)
+    if found:
+        stream = spec[found.end():].strip()
+        if not stream:
+            raise InputError(f"cannot read {spec!r}: write stream=TEXT last, e.g. "
+                             "stream=pod/sglang-0 or stream=WorkerDict pid=859188")
+        spec = spec[:found.start()]
     values: dict[str, int] = {}
     tokens: dict[str, int] = {}
     group: tuple[str, int] | None = None
@@ -76,9 +88,9 @@ def parse_selector(spec: str) -> Selector:
             values[KEYS[key.lower()]] = int(value)
         else:
             raise InputError(_usage(spec, item))
-    if not (values or tokens or group or role):
+    if not (values or tokens or group or role or stream):
         raise InputError(_usage(spec, spec))
-    return Selector(values, tokens, group, role)
+    return Selector(values, tokens, group, role, stream)
 
 
 def _parse_group(value: str, spec: str) -> tuple[str, int]:
@@ -93,4 +105,5 @@ def _usage(spec: str, item: str) -> str:
     keys = ", ".join(sorted({k for k in KEYS if not k.endswith("_rank")}))
     tokens = ", ".join(f"{t}<n>" for t in PREFIX_TOKENS)
     return (f"cannot read {item!r} in selector {spec!r}: use KEY=N with KEY one of {keys}; "
-            f"prefix tokens like {tokens}; group=NAME:WORLD_RANK; or role=NAME")
+            f"prefix tokens like {tokens}; group=NAME:WORLD_RANK; role=NAME; or, last, "
+            "stream=TEXT")

@@ -1894,3 +1894,176 @@ class TestStopsAndPoolChecks:
         crash = next(f for f in analyze([logs], config=config(tmp_path, {"tp_size": 8})).findings
                      if f.kind == "crash")
         assert [p["world_rank"] for p in crash.processes] == [5]
+
+
+class TestInterleavedRecords:
+    """Several processes of one node abort at once into one stream: their untagged lines
+    interleave. A line goes to a record of its own grammar, and only to the one such record
+    open in the stream; otherwise it is nobody's."""
+
+    WHAT = ("[PG ID 2 PG GUID 3(tp:device) Rank 1] Process group watchdog thread terminated "
+            "with exception: CUDA error: an illegal memory access was encountered")
+
+    def analyze(self, tmp_path: Path, lines: list[str], chunk_bytes: int | None = None
+                ) -> pl.DataFrame:
+        logs = tmp_path / "logs"
+        write(logs, "node0.log", lines)
+        return analyze([logs], config=config(tmp_path, {"tp_size": 4}),
+                       chunk_bytes=chunk_bytes).detail
+
+    def test_a_dump_after_another_process_s_torch_line_is_not_its(self, tmp_path: Path) -> None:
+        """A torch `[rank0]:[E…]` line is a one-line record: the faulthandler frames after it
+        (written by whichever process aborted) are not rank 0's."""
+        lines = [
+            "[rank0]:[E1129 10:05:01.223456789 ProcessGroupNCCL.cpp:607] [PG ID 2 PG GUID "
+            "3(tp:device) Rank 0] Watchdog caught collective operation timeout: WorkNCCL("
+            "SeqNum=9141, OpType=ALLREDUCE) ran for 600071 milliseconds before timing out.",
+            "Thread 0x00007f3b6d41d700 (most recent call first):",
+            '  File "/usr/lib/python3.10/threading.py", line 324 in wait',
+            "",
+        ]
+        detail = self.analyze(tmp_path, lines)
+        assert [row(detail, "node0.log", n)["world_rank"] for n in (1, 2, 3, 4)] == [
+            0, None, None, None]
+
+    def test_two_dumps_at_once_are_nobody_s_and_a_closed_one_keeps_its_process(
+            self, tmp_path: Path) -> None:
+        """Two faulthandler dumps open at once: their frames could be either's. A traceback
+        logged before them and closed by its exception line keeps its process, though
+        another exception header comes in the same second; a C++ abort's `what()` names its
+        process (`[PG … Rank 1]`), which its next lines take, across a torch line of another
+        rank."""
+        lines = [
+            "[2026-11-29 10:05:01 TP2] Scheduler hit an exception: Traceback (most recent call "
+            "last):",
+            '  File "/sgl/scheduler.py", line 2912, in run_scheduler_process',
+            "RuntimeError: boom",
+            "[2026-11-29 10:05:01 TP3] Scheduler hit an exception: Traceback (most recent call "
+            "last):",
+            '  File "/sgl/scheduler.py", line 2912, in run_scheduler_process',
+            "RuntimeError: bang",
+            "Fatal Python error: Aborted",
+            "",
+            "Fatal Python error: Aborted",
+            "Thread 0x00007f3b6d41d700 (most recent call first):",
+            '  File "/usr/lib/python3.10/threading.py", line 324 in wait',
+            "terminate called after throwing an instance of 'c10::DistBackendError'",
+            f"  what():  {self.WHAT}",
+            "[rank0]:[E1129 10:05:02.223456789 ProcessGroupNCCL.cpp:607] [PG ID 2 PG GUID "
+            "3(tp:device) Rank 0] Watchdog caught collective operation timeout",
+            "Exception raised from c10_cuda_check_implementation at ../c10/cuda/"
+            "CUDAException.cpp:43 (most recent call first):",
+            "frame #0: c10::Error::Error(c10::SourceLocation, std::string) + 0x96 "
+            "(0x7f3b6d41df86 in /usr/lib/libc10.so)",
+        ]
+        for chunk_bytes in (None, 1):
+            detail = self.analyze(tmp_path, lines, chunk_bytes)
+            ranks = [row(detail, "node0.log", n)["world_rank"] for n in range(1, 17)]
+            assert ranks == [2, 2, 2, 3, 3, 3, None, None, None, None, None, None, 1, 0, 1, 1], (
+                chunk_bytes)
+            assert row(detail, "node0.log", 11)["why"] == "interleaved records"
+            assert row(detail, "node0.log", 16)["evidence"] == "continuation"
+
+    def test_a_traceback_goes_on_across_another_process_s_line(self, tmp_path: Path) -> None:
+        """A traceback that is the only one open goes on after a line another process wrote
+        between its frames; its process comes from its own header."""
+        lines = [
+            "[2026-11-29 10:05:01 TP1] Scheduler hit an exception: Traceback (most recent call "
+            "last):",
+            '  File "/sgl/scheduler.py", line 2912, in run_scheduler_process',
+            "RuntimeError: boom",
+            "Traceback (most recent call last):",
+            '  File "/sgl/detokenizer_manager.py", line 262, in run_detokenizer_process',
+            "[2026-11-29 10:05:01 TP2] Load weight begin. avail mem=78.38 GB",
+            '  File "/sgl/detokenizer_manager.py", line 100, in event_loop',
+            "KeyboardInterrupt",
+        ]
+        detail = self.analyze(tmp_path, lines)
+        assert [row(detail, "node0.log", n)["world_rank"] for n in range(1, 9)] == [
+            1, 1, 1, None, None, 2, None, None]
+        # the untagged traceback is one record: its frame after TP2's line is in it
+        assert row(detail, "node0.log", 7)["record"] == row(detail, "node0.log", 4)["record"]
+
+    def test_a_py_spy_dump_names_its_process(self, tmp_path: Path) -> None:
+        """A bare py-spy dump's `Process N: sglang::scheduler_TP3` names its frames' process;
+        a second dump opened before the first ends makes both nobody's."""
+        lines = [
+            "Process 3416: sglang::scheduler_TP3",
+            "Python v3.12.3 (/usr/bin/python3.12)",
+            'Thread 3416 (idle): "MainThread"',
+            "    all_reduce (torch/distributed/distributed_c10d.py:2501)",
+            "Process 3417: sglang::scheduler_TP2",
+            "    event_loop_overlap (sglang/srt/managers/scheduler.py:1012)",
+        ]
+        detail = self.analyze(tmp_path, lines)
+        assert [row(detail, "node0.log", n)["world_rank"] for n in range(1, 7)] == [
+            3, 3, 3, 3, 2, None]
+
+
+class TestGloo:
+    """`[Gloo] Rank r is connected to n peer ranks` names its own rank in a group of n+1."""
+
+    def test_gloo_rank_through_the_group_instance(self, tmp_path: Path) -> None:
+        logs = tmp_path / "logs"
+        write(logs, "dp1.log", [
+            "[2026-11-29 10:00:00 DP1 TP0] Init torch distributed begin.",
+            "[2026-11-29 10:00:00 DP1 TP1] Init torch distributed begin.",
+            "[Gloo] Rank 3 is connected to 3 peer ranks. Expected number of connected peer "
+            "ranks is : 3",
+            # no group of 8 (each replica is a torch world of 4) nor of 6
+            "[Gloo] Rank 7 is connected to 7 peer ranks. Expected number of connected peer "
+            "ranks is : 7",
+            "[Gloo] Rank 1 is connected to 5 peer ranks. Expected number of connected peer "
+            "ranks is : 5",
+        ])
+        write(logs, "dp0.log", [
+            "[2026-11-29 10:00:00 DP0 TP0] Init torch distributed begin.",
+            "[Gloo] Rank 2 is connected to 3 peer ranks. Expected number of connected peer "
+            "ranks is : 3",
+        ])
+        # a file whose processes span both replicas pins no instance
+        write(logs, "both.log", [
+            "[2026-11-29 10:00:00 DP0 TP1] Init torch distributed begin.",
+            "[2026-11-29 10:00:00 DP1 TP2] Init torch distributed begin.",
+            "[Gloo] Rank 2 is connected to 3 peer ranks. Expected number of connected peer "
+            "ranks is : 3",
+        ])
+        detail = analyze([logs], config=config(tmp_path, {"tp_size": 4, "dp_size": 2})).detail
+        # two TP4 replicas: the file's processes pin the second instance
+        gloo = row(detail, "dp1.log", 3)
+        assert (gloo["world_rank"], gloo["replica"], gloo["evidence"]) == (3, 1, "group-rank")
+        assert (row(detail, "dp0.log", 2)["world_rank"], row(detail, "dp0.log", 2)["replica"]
+                ) == (2, 0)
+        assert [row(detail, "dp1.log", n)["world_rank"] for n in (4, 5)] == [None, None]
+        assert row(detail, "both.log", 3)["world_rank"] is None
+
+
+class TestStream:
+    """The `stream` column names the output stream a line came through."""
+
+    def test_stream_column_and_select(self, tmp_path: Path) -> None:
+        logs = tmp_path / "logs"
+        write(logs, "ray.log", [
+            "(WorkerDict pid=859188, ip=10.0.0.1) [2025-09-09 08:45:30 TP1] Load weight begin.",
+            "(WorkerDict pid=859188, ip=10.0.0.1) RuntimeError: CUDA error: an illegal memory "
+            "access was encountered",
+            "(WorkerDict pid=859190, ip=10.0.0.1) [2025-09-09 08:45:31 TP0] Load weight begin.",
+            "[2025-09-09 08:45:32] The server is fired up and ready to roll!",
+        ])
+        analysis = analyze([logs], config=config(tmp_path, {"tp_size": 2}))
+        timeline = analysis.timeline
+        assert [row(timeline, "ray.log", n)["stream"] for n in (1, 2, 3, 4)] == [
+            "WorkerDict pid=859188, ip=10.0.0.1", "WorkerDict pid=859188, ip=10.0.0.1",
+            "WorkerDict pid=859190, ip=10.0.0.1", None]
+        # the stream is no coordinate: the line nothing identifies keeps none
+        assert row(timeline, "ray.log", 2)["world_rank"] is None
+        picked = pl.concat(select_rows(analysis, parse_selector(
+            "stream=WorkerDict pid=859188, ip=10.0.0.1")))
+        assert picked["line"].to_list() == [1, 2] and set(picked["file"]) == {"ray.log"}
+        assert pl.concat(select_rows(analysis, parse_selector("stream=pid=859190"))).height == 1
+        # a file laid out one process per file is that process's stream
+        ranks = tmp_path / "ranks"
+        write(ranks, "rank0.log", ["[2025-09-09 08:45:30 TP0] Load weight begin.", ""])
+        write(ranks, "rank1.log", ["[2025-09-09 08:45:30 TP1] Load weight begin."])
+        timeline = analyze([ranks], config=config(tmp_path, {"tp_size": 2})).timeline
+        assert [row(timeline, "rank0.log", n)["stream"] for n in (1, 2)] == ["rank0.log"] * 2

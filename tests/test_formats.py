@@ -231,7 +231,9 @@ class TestWrappers:
     def test_ray(self, line: str) -> None:
         """The Ray prefix is peeled with or without colour codes. Its pid names the output
         stream, not the line's writer (an actor's child processes print under it)."""
-        check(line, pid=None, stream="pid=270291", torch_rank=3, source="torch")
+        row = check(line, pid=None, torch_rank=3, source="torch")
+        assert row["stream"] in ("RayWorkerWrapper pid=270291, ip=10.175.94.190",
+                                 "RayWorkerWrapper pid=270291")
 
     @pytest.mark.parametrize(
         "line",
@@ -243,7 +245,7 @@ class TestWrappers:
     def test_ray_keeps_the_indent_of_the_line(self, line: str) -> None:
         """Ray writes one space after its prefix: a traceback frame under it keeps its indent
         and is read as a traceback line (issue THUDM/slime#369 shape)."""
-        row = check(line, stream="pid=6680", source="traceback")
+        row = check(line, stream="SGLangEngine pid=6680", source="traceback")
         assert row["text"] == line
 
     def test_ray_host_name_and_frame_title(self) -> None:
@@ -251,7 +253,8 @@ class TestWrappers:
         names the process title SGLang set, which identifies the writer."""
         row = check("(WorkerDict pid=1052, ip=train-13280-worker-0) frame #26: "
                     "_PyEval_EvalFrameDefault + 0x6bd (0x55f5f43e926d in sglang::scheduler_TP1)",
-                    source="cpp", stream="pid=1052", proctitle="sglang::scheduler_TP1")
+                    source="cpp", stream="WorkerDict pid=1052, ip=train-13280-worker-0",
+                    proctitle="sglang::scheduler_TP1")
         assert row["text"].startswith("(WorkerDict pid=1052")
         # a frame of a shared library names the library, not the process
         check("frame #4: <unknown function> + 0xd6df4 (0x7f3bca9d5df4 in "

@@ -19,6 +19,9 @@ ROUTER = (r"^ *(?:(\d{4}-\d\d-\d\d)[ T](\d\d:\d\d:\d\d)(?:\.(\d{1,9}))?Z? +)?"
           r"(TRACE|DEBUG|INFO|WARN|ERROR) +(?:\w+\{[^{}]*\}: ?)*"
           r"(?:sglang_router|sgl_model_gateway|smg)\w*::")
 UCX = r"^\[([\w.\-]+):(\d+):\d+:(\d+)\] "  # [host:pid:thread-index:tid]
+# torch's Gloo (CPU) group at init: `[Gloo] Rank 7 is connected to 15 peer ranks. Expected
+# number of connected peer ranks is : 15` - the line names its own rank in a group of n+1
+GLOO_CONNECTED = r"^\[Gloo\] Rank (\d+) is connected to (\d+) peer ranks"
 # a CANN error line at the start (`EZ9999: [PID: 696742] 2025-10-31-21:35:03.992.057 …`), and the
 # line end that makes it the rest of a torch_npu warning (`… Warning: EZ9999: Inner Error!`)
 CANN_LINE = r"^E[A-Z]\d{4}:?\s*\[PID: \d+\]"
@@ -80,8 +83,12 @@ def parse(df: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
         pl.concat_str([err("1"), pl.lit(" "), err("2"), pl.lit(".000000")]),
         pl.concat_str([code("3"), pl.lit(" "), code("4"), pl.lit("."), code("5"), code("6")]),
     )
+    gloo = BODY.str.extract_groups(GLOO_CONNECTED).struct.field
     good = good.with_columns(
+        gloo_rank=as_int(gloo("1"), pl.Int32()),
+        gloo_size=as_int(gloo("2"), pl.Int32()) + 1,
         starts_record=pl.col("source").is_in(["uvicorn", "ucx", "router", "shell"])
+        | BODY.str.contains(GLOO_CONNECTED)
         | pl.col("_e").is_not_null()
         | (pl.col("_c").is_not_null() & ~BODY.str.contains("detail:[PID:", literal=True)
            & ~flag(df, "_cann_chained")),

@@ -59,7 +59,7 @@ WRAP = (
     r"|(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) (?P<vmd>\d\d)-(?P<vday>\d\d) "
     r"(?P<vhms>\d\d:\d\d:\d\d)(?:\.(?P<vfrac>\d+))? [\w.\-]+:\d+\] )?"
     r"(?:(?P<mhost>[\w.\-]+) \[(?:stdout|stderr)\] )?"
-    r"(?: ?" + _COLOUR + r"?\(\w+ pid=(?P<rpid>\d+)(?:, ip=[\w.\-:]+)?\)(?: ?" + _COLOUR + r")? ?)?"
+    r"(?: ?" + _COLOUR + r"?\((?P<ray>\w+ pid=\d+(?:, ip=[\w.\-:]+)?)\)(?: ?" + _COLOUR + r")? ?)?"
     r"(?: ?(?:(?:[\w.\-]+/\d+ |\d+:)?\[default\d+\]:)?(?:\[rank(?P<trank>\d+)\]:)+ ?"
     r"| ?(?:[\w.\-]+/\d+ |\d+:)?\[default\d+\]:)?"
     r")"
@@ -80,7 +80,8 @@ _WRAP_STARTS = r"^(?:(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d |[A-Za-z][\
 
 def peel(df: pl.DataFrame) -> pl.DataFrame:
     """Add `_wrap`, `body`, `wrap_ts`, `_w_ts`, `_w_host`, `_w_torch_rank`, `_w_stream` (a
-    kubectl pod, or a Ray actor's `pid=n`)."""
+    kubectl pod `pod/NAME`, a Ray actor `WorkerDict pid=N, ip=…`, an srun task `task=N`, a
+    docker compose service)."""
     df = df.with_columns(_pdsh=pl.col("text").str.extract(PDSH, 1))
     df = df.with_columns(
         _inner=pl.when(pl.col("_pdsh").is_null())
@@ -150,9 +151,9 @@ def _wrapper_fields(df: pl.DataFrame) -> pl.DataFrame:
         _w_no_year=pl.col("vmd").is_not_null(),
         _w_host=pl.coalesce("lhost", "mhost"),
         _w_torch_rank=as_int(pl.col("trank"), pl.Int32()),
-        _w_stream=pl.coalesce("kpod", pl.lit("pid=") + pl.col("rpid"),
+        _w_stream=pl.coalesce("kpod", "ray",
                               pl.lit("task=") + pl.col("task"), "compose"),
-    ).drop("wrap", "cri", "kts", "loki", "coll", "lts", "lhost", "mhost", "rpid", "trank",
+    ).drop("wrap", "cri", "kts", "loki", "coll", "lts", "lhost", "mhost", "ray", "trank",
            "kpod", "task", "compose", "pylog", "vmd", "vday", "vhms", "vfrac")
 
 
