@@ -81,7 +81,7 @@ class Piece:
             if n_rows is not None:
                 frame = frame.head(n_rows)
         else:
-            frame = pl.read_ipc(self.path, columns=stored, n_rows=n_rows)
+            frame = pl.read_ipc(self._file(), columns=stored, n_rows=n_rows)
         if len(stored) == len(names):
             return frame
         height = frame.height
@@ -89,12 +89,17 @@ class Piece:
             pl.Series(c, [None], dtype=self._empty[c]).new_from_index(0, height)
             for c in names if c in self._empty).select(names)
 
+    def _file(self) -> Path:
+        if self.path is None:
+            raise ValueError("a released piece was read")  # a bug, never the input's fault
+        return self.path
+
     @property
     def in_memory(self) -> bool:
         return self._frame is not None
 
     def scan(self) -> pl.LazyFrame:
-        lazy = self._frame.lazy() if self._frame is not None else pl.scan_ipc(self.path)
+        lazy = self._frame.lazy() if self._frame is not None else pl.scan_ipc(self._file())
         if not self._empty:
             return lazy
         return lazy.with_columns(pl.lit(None, dtype).alias(c) for c, dtype in
