@@ -401,12 +401,7 @@ def process_order(p: Process) -> tuple[int, ...]:
 
 def coords_label(coords: dict[str, Any], topology: Topology | None) -> str:
     """`n1 g2 w10 DP5 TP10 EP10`: the coordinates that say something in this topology."""
-    widths: dict[str, int] = {}
-    if topology is not None:
-        s = topology.sizes
-        widths = {"replica": s.replicas, "pp_rank": s.pp, "moe_ep_rank": s.moe_ep,
-                  "dp_rank": max(s.replicas, s.attn_dp), "tp_rank": s.tp,
-                  "attn_cp_rank": s.attn_cp, "moe_dp_rank": s.moe_dp}
+    widths = topology.tag_widths() if topology is not None else {}
     parts = []
     for column, tag in (("node_rank", "n"), ("gpu_id", "g"), ("replica", "r"),
                         ("world_rank", "w"), ("dp_rank", "DP"), ("pp_rank", "PP"),

@@ -51,12 +51,7 @@ def _escape(match: regex.Match[str]) -> str:
 def tag_expr(topology: Topology | None = None) -> pl.Expr:
     """A compact coordinate tag per row: `n1 g2 w10 DP5 TP10 EP10`, `main`, or empty.
     With a topology, dimensions of width 1 are left out."""
-    widths: dict[str, int] = {}
-    if topology is not None:
-        s = topology.sizes
-        widths = {"replica": s.replicas, "pp_rank": s.pp, "moe_ep_rank": s.moe_ep,
-                  "dp_rank": max(s.replicas, s.attn_dp), "tp_rank": s.tp,
-                  "attn_cp_rank": s.attn_cp, "moe_dp_rank": s.moe_dp}
+    widths = topology.tag_widths() if topology is not None else {}
     parts = [pl.when(pl.col(col).is_not_null()).then(pl.lit(label) + pl.col(col).cast(pl.String))
              for col, label in _TAG_COLUMNS if widths.get(col, 2) > 1]
     coords = pl.concat_str(parts, separator=" ", ignore_nulls=True)

@@ -165,6 +165,14 @@ class Topology:
         """The group that owns the communicator `name` uses (itself unless an alias)."""
         return self._group(name).alias_of or name
 
+    def tag_widths(self) -> dict[str, int]:
+        """How many values each coordinate a rank tag shows can take (a tag leaves out those
+        of width 1)."""
+        s = self.sizes
+        return {"replica": s.replicas, "pp_rank": s.pp, "moe_ep_rank": s.moe_ep,
+                "dp_rank": max(s.replicas, s.attn_dp), "tp_rank": s.tp,
+                "attn_cp_rank": s.attn_cp, "moe_dp_rank": s.moe_dp}
+
     def processes_on_node(self, node_rank: int) -> list[Process]:
         return [p for p in self.processes if p.node_rank == node_rank]
 
