@@ -26,6 +26,7 @@ Without a topology, each distinct prefix is its own process with only the ranks 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import polars as pl
@@ -821,6 +822,15 @@ _STATE = {**{f"_s_{g}": pl.Int32() for g in _RAW_GRAMMARS},
 _P = "_pid"
 
 
+def _per_stream(frame: pl.DataFrame) -> Callable[[pl.Expr], pl.Expr]:
+    """`expr.over(_P)`: a window per output stream - or, when the chunk holds one stream
+    only (a file read alone, as most chunks are), the plain expression: the same values,
+    without the window's group-by (a third of the attribution pass's time)."""
+    if frame.get_column(_P).n_unique() <= 1:
+        return lambda expr: expr
+    return lambda expr: expr.over(_P)
+
+
 def _grammar_records(frame: pl.DataFrame, shared: set[int]) -> pl.DataFrame:
     """`_K` (the row heading the record each row belongs to, or null), `_kid` (that record's
     process so far), `_amb` (the row may be one of several open records') and the state
@@ -832,16 +842,18 @@ def _grammar_records(frame: pl.DataFrame, shared: set[int]) -> pl.DataFrame:
     ghost = pl.col("_ghost")
     message = pl.coalesce("msg", "text") if "msg" in frame.columns else pl.col("text")
     i = pl.int_range(pl.len(), dtype=pl.UInt32)
-    # one integer per output stream (file, wrapper stream): windows over it are cheap
+    # one integer per output stream (file, wrapper stream): windows over it are cheap (and
+    # none at all when the chunk holds one stream: `_per_stream`)
     part = (pl.col("file_id").cast(pl.UInt64) if frame.get_column("stream").null_count()
             == frame.height else pl.struct("file_id", "stream").hash())
     frame = frame.with_columns(i.alias("_i"), message.alias("_m"), part.alias("_pid"))
+    w = _per_stream(frame)
     m = pl.col("_m")
     raw_kind = pl.col("source").replace_strict(_RAW_SOURCES, default=None, return_dtype=pl.String)
     # a py-spy dump or C++ abort right after a line announcing it is written with that line
     # (`Pyspy dump for PID n:` then `Process n: sglang::detokenizer`): a block of its own
-    prev_ann = (pl.col("_ann").shift(1).over(_P).fill_null(False)
-                & (pl.col("line").shift(1).over(_P) + 1 == pl.col("line")).fill_null(False))
+    prev_ann = (w(pl.col("_ann").shift(1)).fill_null(False)
+                & (w(pl.col("line").shift(1)) + 1 == pl.col("line")).fill_null(False))
     frame = frame.with_columns(
         (starts & raw_kind.is_null() & _ends_with_colon(m) & ~pl.col("_exc")).alias("_ann"))
     frame = frame.with_columns(
@@ -855,10 +867,10 @@ def _grammar_records(frame: pl.DataFrame, shared: set[int]) -> pl.DataFrame:
     reopen = pl.any_horizontal(m.str.starts_with(s) for s in _REOPEN)
     category = (pl.when(ghost | blank).then(None).when(reopen).then(pl.lit("reopen"))
                 .when(pl.col("_ann")).then(pl.lit("ann")).otherwise(pl.lit("x")))
-    frame = frame.with_columns(pl.coalesce(category, "_s_prev").forward_fill().over(_P)
+    frame = frame.with_columns(w(pl.coalesce(category, "_s_prev").forward_fill())
                                .alias("_catf"))
     # (`During handling …:` announces a traceback, not a faulthandler dump)
-    before = pl.col("_catf").shift(1).over(_P)
+    before = w(pl.col("_catf").shift(1))
     announced = ((before == "ann") | ((before == "reopen") & (raw_kind == "tb"))).fill_null(False)
     frame = frame.with_columns(pl.coalesce(
         "_s_copen", _where(~starts & raw_kind.is_in(["tb", "fh"]), m).str.contains(OPENS)
@@ -881,7 +893,7 @@ def _grammar_records(frame: pl.DataFrame, shared: set[int]) -> pl.DataFrame:
                 {"tqdm": "tqdm", "cann": "cann"}, default="plain", return_dtype=pl.String))))
     frame = frame.with_columns(
         kind.alias("_kind"), pl.when(head & ~pl.col("_dem")).then(raw_kind).alias("_opens"),
-        pl.when(head).then(pl.col("_i")).forward_fill().over(_P).alias("_bh"),
+        w(pl.when(head).then(pl.col("_i")).forward_fill()).alias("_bh"),
         gram.alias("_gram"))
     bh_kind = pl.col("_kind").gather(pl.col("_bh").fill_null(0))
     bh_kind = pl.when(pl.col("_bh").is_not_null()).then(bh_kind)
@@ -896,7 +908,7 @@ def _grammar_records(frame: pl.DataFrame, shared: set[int]) -> pl.DataFrame:
     ends = {"tb": tb_end, "fh": fh_end}
     # (the latest raw record of each grammar opened in the stream)
     frame = frame.with_columns(
-        pl.when(pl.col("_opens") == g).then(pl.col("_i")).forward_fill().over(_P)
+        w(pl.when(pl.col("_opens") == g).then(pl.col("_i")).forward_fill())
         .alias(f"_last_{g}") for g in _RAW_GRAMMARS)
     # a raw traceback is never surely over: after its `XxxError: …` line its process may still
     # write the message's next lines or `During handling …` and a chained traceback, anywhere
@@ -918,11 +930,11 @@ def _grammar_records(frame: pl.DataFrame, shared: set[int]) -> pl.DataFrame:
     columns += [exc_up.alias("_up_at"), (exc_up - (live & exc_closed).cast(pl.Int32))
                 .alias("_d_at")]
     frame = frame.with_columns(columns)
-    frame = _counts(frame)
+    frame = _counts(frame, w)
     raw_open = pl.sum_horizontal(pl.col(f"_n_{g}") for g in _RAW_GRAMMARS)
     # raw records active in the block so far (their tails may stand in it)
     active = (raw_open > 0) | pl.col("_s_act").fill_null(False)
-    frame = frame.with_columns(pl.when(active).then(pl.col("_i")).forward_fill().over(_P)
+    frame = frame.with_columns(w(pl.when(active).then(pl.col("_i")).forward_fill())
                                .alias("_lastact"))
     frame = frame.with_columns((pl.col("_lastact") >= pl.col("_bh")).fill_null(False)
                                .alias("_act"))
@@ -950,8 +962,8 @@ def _grammar_records(frame: pl.DataFrame, shared: set[int]) -> pl.DataFrame:
     single = ~pl.col("file_id").is_in(list(shared)) & pl.col("stream").is_null()
     full = pl.col("text").str.len_chars().is_in(_WIDTHS)
     frame = frame.with_columns(
-        pl.int_range(pl.len(), dtype=pl.UInt32).over(_P).alias("_pr"),
-        pl.when(~full).then(pl.col("_i").cast(pl.Int64)).forward_fill().shift(1).over(_P)
+        w(pl.int_range(pl.len(), dtype=pl.UInt32)).alias("_pr"),
+        w(pl.when(~full).then(pl.col("_i").cast(pl.Int64)).forward_fill().shift(1))
         .alias("_lastshort"))
     # a one-line message takes plain lines in a file only one process writes, or the tail a
     # terminal's hard wrap cut off it (it filled a terminal's width: `_hard_wrapped`)
@@ -1004,7 +1016,7 @@ def _hard_wrapped() -> pl.Expr:
             & (lines == steps) & pl.col("_bh").is_not_null() & inside)
 
 
-def _counts(frame: pl.DataFrame) -> pl.DataFrame:
+def _counts(frame: pl.DataFrame, w: Callable[[pl.Expr], pl.Expr]) -> pl.DataFrame:
     """For each raw grammar g (and `at`: exception blocks): `_n_g`, the records open at the
     row (counting those it opens), `_c_g` after it, and `_x_g`, whether two were open at once
     since the last moment none was (or the carried state says so)."""
@@ -1021,22 +1033,22 @@ def _counts(frame: pl.DataFrame) -> pl.DataFrame:
     names = tuple(g for g in every if g not in quiet)
     if not names:
         return frame
-    frame = frame.with_columns(pl.col(f"_d_{g}").cum_sum().over(_P).alias(f"_t_{g}")
+    frame = frame.with_columns(w(pl.col(f"_d_{g}").cum_sum()).alias(f"_t_{g}")
                                for g in names)
-    frame = frame.with_columns((pl.col(f"_t_{g}") - pl.col(f"_t_{g}").cum_min().over(_P)
+    frame = frame.with_columns((pl.col(f"_t_{g}") - w(pl.col(f"_t_{g}").cum_min())
                                 .clip(upper_bound=0)).alias(f"_c_{g}") for g in names)
     frame = frame.with_columns(
-        (pl.col(f"_c_{g}").shift(1).over(_P).fill_null(0)
+        (w(pl.col(f"_c_{g}").shift(1)).fill_null(0)
          + pl.col(f"_up_{g}").clip(lower_bound=0)).alias(f"_n_{g}") for g in names)
     i = pl.col("_i")
     seeds = {g: pl.col(f"_s_x{g}").fill_null(False) if g != "at" else pl.lit(False)
              for g in names}
     frame = frame.with_columns(
-        *(pl.when((pl.col(f"_n_{g}") >= 2) | seeds[g]).then(i).forward_fill().over(_P)
+        *(w(pl.when((pl.col(f"_n_{g}") >= 2) | seeds[g]).then(i).forward_fill())
           .alias(f"_two_{g}") for g in names),
-        *(pl.when(pl.col(f"_c_{g}") == 0).then(i).forward_fill().over(_P)
+        *(w(pl.when(pl.col(f"_c_{g}") == 0).then(i).forward_fill())
           .alias(f"_zero_{g}") for g in names))
-    frame = frame.with_columns(pl.col(f"_zero_{g}").shift(1).over(_P).alias(f"_zero_{g}")
+    frame = frame.with_columns(w(pl.col(f"_zero_{g}").shift(1)).alias(f"_zero_{g}")
                                for g in names)
     return frame.with_columns(
         (pl.col(f"_two_{g}").is_not_null() & (pl.col(f"_zero_{g}").is_null()
