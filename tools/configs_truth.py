@@ -152,7 +152,7 @@ EXTRA += [
     ("x_tp8_attndp8_flashinfer", dict(tp_size=8, attn_dp_size=8, moe_a2a_backend="flashinfer", moe_runner_backend="flashinfer_cutlass")),
     ("x_invalid_tp8_flashinfer", dict(tp_size=8, moe_a2a_backend="flashinfer", moe_runner_backend="flashinfer_cutlass")),
     ("x_invalid_tp8_attndp4_flashinfer", dict(tp_size=8, attn_dp_size=4, moe_a2a_backend="flashinfer", moe_runner_backend="flashinfer_cutlass")),
-    ("x_invalid_tp8_flashinfer_megamoe", dict(tp_size=8, moe_a2a_backend="flashinfer_megamoe")),
+    ("x_invalid_tp8_flashinfer_megamoe", dict(tp_size=8, moe_a2a_backend="flashinfer_megamoe", quantization="mxfp8")),
     ("x_tp8_attndp2_pplx", dict(tp_size=8, attn_dp_size=2, moe_a2a_backend="pplx", chunked_prefill_size=256)),
     ("x_invalid_tp8_pplx", dict(tp_size=8, moe_a2a_backend="pplx", chunked_prefill_size=128)),
     ("x_tp16_deepep_v2_hybrid_nnodes2", dict(tp_size=16, moe_a2a_backend="deepep_v2", deepep_v2_mode="hybrid", nnodes=2)),
