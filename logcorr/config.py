@@ -40,8 +40,10 @@ _INT_FIELDS: dict[str, int] = {
     "gpu_id_step": 1,
     "dwdp_size": 1,
 }
-_BOOL_FIELDS = ("enable_dp_attention", "enable_ep_moe", "enable_deepep_moe", "enable_dp_lm_head")
-_STR_FIELDS = ("moe_a2a_backend", "device", "dist_init_addr")
+_BOOL_FIELDS = ("enable_dp_attention", "enable_ep_moe", "enable_deepep_moe", "enable_dp_lm_head",
+                "enable_tp_lm_head_all_to_all", "enable_two_batch_overlap", "enable_layernorm_sp",
+                "enable_waterfill")
+_STR_FIELDS = ("moe_a2a_backend", "device", "dist_init_addr", "deepep_v2_mode")
 _OPTIONAL_INT_FIELDS = ("node_rank", "moe_dense_tp_size")
 _FLOAT_FIELDS = ("watchdog_timeout", "dist_timeout")
 
@@ -95,6 +97,12 @@ class LaunchConfig:
     watchdog_timeout: float | None = None
     dist_timeout: float | None = None
     enable_dp_lm_head: bool = False  # only checked: it needs attention DP when DP is on
+    # Only checked (SGLang refuses them with some layouts; see topology._feature_problems):
+    enable_tp_lm_head_all_to_all: bool = False
+    enable_two_batch_overlap: bool = False
+    enable_layernorm_sp: bool = False
+    enable_waterfill: bool = False  # moves moe_a2a_backend to deepep
+    deepep_v2_mode: str | None = None  # SGLang's default is "direct" (one node, NVLink)
     sglang_version: SglangVersion = field(default_factory=lambda: DEFAULT_VERSION)
     source: str = "defaults"  # where the values came from, for messages
 

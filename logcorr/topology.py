@@ -233,6 +233,8 @@ def _problems(config: LaunchConfig) -> Iterator[str]:
     sizes = sizes_of(config)
     yield from _attention_problems(config, sizes)
     yield from _moe_problems(config, sizes)
+    yield from _a2a_problems(config, sizes)
+    yield from _feature_problems(config, sizes)
     yield from _placement_problems(config, sizes)
 
 
@@ -324,6 +326,100 @@ def _moe_problems(config: LaunchConfig, sizes: Sizes) -> Iterator[str]:
         yield f"ep_size {ep} must be at most tp_size {tp}"
     elif tp % (ep * moe_dp):
         yield f"tp_size {tp} must be divisible by ep_size {ep} x moe_dp_size {moe_dp}"
+
+
+def _attention_dp_on(config: LaunchConfig, sizes: Sizes) -> bool:
+    """Whether SGLang runs attention DP: 0.5.23 asks `attn_dp_size > 1` (the deprecated
+    `--enable-dp-attention --dp 1` is no attention DP); older releases asked the flag."""
+    if config.sglang_version.at_least(0, 5, 23):
+        return sizes.attn_dp > 1
+    return sizes.attn_dp > 1 or config.enable_dp_attention
+
+
+def _a2a_backend(config: LaunchConfig) -> str:
+    """The all-to-all backend SGLang runs: `--enable-waterfill` moves any backend other than
+    deepep / megamoe to deepep (0.5.23 overrides.py `_a2a_backend_overrides`); from 0.5.22
+    `ascend_tp` runs as none (moe_hook.py `handle_a2a_moe`)."""
+    backend = (config.moe_a2a_backend or "none").lower()
+    if config.enable_waterfill and backend not in ("deepep", "megamoe"):
+        return "deepep"
+    if backend == "ascend_tp" and config.sglang_version.at_least(0, 5, 22):
+        return "none"
+    return backend
+
+
+def _a2a_problems(config: LaunchConfig, sizes: Sizes) -> Iterator[str]:
+    """All-to-all backends that need a given layout (0.5.23 arg_groups/moe_hook.py
+    `handle_a2a_moe`)."""
+    version = config.sglang_version
+    backend = _a2a_backend(config)
+    dp_on = _attention_dp_on(config, sizes)
+    full_attn_dp = dp_on and sizes.attn_dp == sizes.tp
+    # Muse Spark's LayerNorm SP runs flashinfer without attention DP at TP4/TP8; the model
+    # is not in the launch args, so that case is let through.
+    layernorm_sp_exception = (config.enable_layernorm_sp and not dp_on
+                              and sizes.tp in (4, 8))
+    if (backend == "flashinfer" and version.at_least(0, 5, 16) and not full_attn_dp
+            and not layernorm_sp_exception):
+        yield (f"moe_a2a_backend flashinfer needs attention DP over the whole TP group "
+               f"(--attn-dp-size {sizes.tp} with --tp-size {sizes.tp}), got attention-DP size "
+               f"{sizes.attn_dp}; SGLang: \"Flashinfer MoE A2A requires --attn-dp-size equal "
+               "to --tp-size\"")
+    if backend == "flashinfer_megamoe" and version.at_least(0, 5, 20) and not full_attn_dp:
+        yield (f"moe_a2a_backend flashinfer_megamoe needs attention DP over the whole TP group "
+               f"(--attn-dp-size {sizes.tp} with --tp-size {sizes.tp}), got attention-DP size "
+               f"{sizes.attn_dp}; SGLang: \"FlashInfer MegaMOE is only supported with "
+               "--attn-dp-size equal to --tp-size\"")
+    if backend == "pplx" and version.at_least(0, 5, 20) and sizes.attn_dp < 2:
+        yield (f"moe_a2a_backend pplx needs attention DP with at least 2 groups "
+               f"(--attn-dp-size >= 2), got {sizes.attn_dp}; add --attn-dp-size or pick "
+               "another --moe-a2a-backend")
+    v2_mode = (config.deepep_v2_mode or "direct").lower()
+    if (backend == "deepep_v2" and version.at_least(0, 5, 22) and v2_mode == "direct"
+            and sizes.nnodes > 1):
+        yield (f"moe_a2a_backend deepep_v2 in --deepep-v2-mode direct (the default) is "
+               f"NVLink-only and cannot run across nodes (nnodes={sizes.nnodes}); pass "
+               "--deepep-v2-mode hybrid")
+
+
+def _feature_problems(config: LaunchConfig, sizes: Sizes) -> Iterator[str]:
+    """Flags SGLang refuses with some layouts (0.5.23 arg_groups/overrides.py,
+    validation_hook.py, layernorm_sp_hook.py, parallel_hook.py)."""
+    version = config.sglang_version
+    dp_on = _attention_dp_on(config, sizes)
+    if config.enable_tp_lm_head_all_to_all and version.at_least(0, 5, 22):
+        if not dp_on:
+            yield ("enable_tp_lm_head_all_to_all needs attention DP (--attn-dp-size); drop "
+                   "--enable-tp-lm-head-all-to-all or add attention DP")
+        elif config.enable_dp_lm_head:
+            yield ("enable_tp_lm_head_all_to_all uses a TP-sharded LM head and is "
+                   "incompatible with --enable-dp-lm-head; drop one of them")
+        elif sizes.tp != sizes.attn_dp:
+            yield (f"enable_tp_lm_head_all_to_all needs tp_size == attn_dp_size, got tp_size "
+                   f"{sizes.tp}, attn_dp_size {sizes.attn_dp}; drop the flag or set "
+                   f"--attn-dp-size {sizes.tp}")
+        elif sizes.attn_cp != 1:
+            yield (f"enable_tp_lm_head_all_to_all needs attn_cp_size 1, got {sizes.attn_cp}; "
+                   "drop the flag or --attn-cp-size")
+    if config.enable_two_batch_overlap:
+        if (version.at_least(0, 5, 16) and _a2a_backend(config) == "none" and not dp_on
+                and config.dwdp_size <= 1):
+            yield ("enable_two_batch_overlap without an EP all-to-all backend "
+                   "(moe_a2a_backend none) needs attention DP (--attn-dp-size); add one of "
+                   "them or drop --enable-two-batch-overlap")
+        if config.dwdp_size > 1 and version.at_least(0, 5, 20):
+            yield ("DWDP (--dwdp-size) does not support two-batch overlap; drop "
+                   "--enable-two-batch-overlap")
+    if config.enable_layernorm_sp and version.at_least(0, 5, 20):
+        if sizes.tp <= 1:
+            yield ("enable_layernorm_sp needs tp_size > 1: there is no sequence to shard "
+                   "across a single TP rank")
+        if dp_on:
+            yield ("enable_layernorm_sp is not compatible with attention DP (SP shards the "
+                   "sequence across the whole TP group); drop one of them")
+        if sizes.pp > 1 and version.at_least(0, 5, 22):
+            yield ("enable_layernorm_sp is not compatible with pipeline parallelism "
+                   "(pp_size > 1); drop one of them")
 
 
 def _placement_problems(config: LaunchConfig, sizes: Sizes) -> Iterator[str]:

@@ -87,6 +87,24 @@ class TestCommand:
             check_config(config_from_text(f"python -m sglang.launch_server {accepted}",
                                           source="cmd"))
 
+    def test_layout_bound_flags_are_read(self) -> None:
+        """The flags SGLang accepts only with some layouts come through a launch command and a
+        resolved server_args line."""
+        config = config_from_text(
+            "python -m sglang.launch_server --tp 16 --nnodes 2 --moe-a2a-backend deepep_v2 "
+            "--deepep-v2-mode hybrid --enable-two-batch-overlap --enable-layernorm-sp "
+            "--enable-tp-lm-head-all-to-all --enable-waterfill", source="cmd")
+        assert config.deepep_v2_mode == "hybrid"
+        assert config.enable_two_batch_overlap and config.enable_layernorm_sp
+        assert config.enable_tp_lm_head_all_to_all and config.enable_waterfill
+        line = ("[2026-08-10 09:47:30] server_args={'tp_size': 16, 'dp_size': 1, 'nnodes': 2, "
+                "'ep_size': 16, 'enable_dp_attention': False, 'moe_a2a_backend': 'deepep_v2', "
+                "'deepep_v2_mode': 'direct', 'enable_tp_lm_head_all_to_all': None}")
+        refused = config_from_text(line, source="log")
+        assert refused.deepep_v2_mode == "direct" and not refused.enable_tp_lm_head_all_to_all
+        with pytest.raises(ConfigError, match="NVLink-only"):
+            check_config(refused)
+
     def test_long_aliases(self) -> None:
         config = config_from_text("sglang serve --tensor-parallel-size 4 "
                                   "--data-parallel-size 2 --expert-parallel-size 4",

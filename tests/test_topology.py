@@ -206,6 +206,98 @@ class TestValidation:
             check_config(LaunchConfig(**fields))  # type: ignore[arg-type]
 
 
+class TestLayoutBoundBackendsAndFlags:
+    """All-to-all backends and flags SGLang 0.5.23 accepts only with some layouts
+    (arg_groups/moe_hook.py `handle_a2a_moe`, overrides.py `_dp_lm_head_validation`,
+    validation_hook.py `check_two_batch_overlap`, parallel_hook.py `handle_dwdp`,
+    layernorm_sp_hook.py `validate_layernorm_sp`); each refusal next to the layout it needs."""
+
+    @pytest.mark.parametrize(("refused", "accepted", "rule"), [
+        ({"tp_size": 8, "moe_a2a_backend": "flashinfer"},
+         {"tp_size": 8, "attn_dp_size": 8, "moe_a2a_backend": "flashinfer"},
+         "flashinfer needs attention DP over the whole TP group"),
+        ({"tp_size": 8, "attn_dp_size": 4, "moe_a2a_backend": "flashinfer"},
+         {"tp_size": 8, "dp_size": 8, "enable_dp_attention": True, "moe_a2a_backend": "flashinfer"},
+         "got attention-DP size 4"),
+        ({"tp_size": 8, "dp_size": 2, "moe_a2a_backend": "flashinfer_megamoe"},
+         {"tp_size": 8, "attn_dp_size": 8, "moe_a2a_backend": "flashinfer_megamoe"},
+         "flashinfer_megamoe needs attention DP"),
+        ({"tp_size": 8, "ep_size": 8, "moe_a2a_backend": "pplx"},
+         {"tp_size": 8, "attn_dp_size": 2, "moe_a2a_backend": "pplx"},
+         "pplx needs attention DP with at least 2 groups"),
+        ({"tp_size": 16, "nnodes": 2, "moe_a2a_backend": "deepep_v2"},
+         {"tp_size": 16, "nnodes": 2, "moe_a2a_backend": "deepep_v2", "deepep_v2_mode": "hybrid"},
+         "NVLink-only and cannot run across nodes"),
+        ({"tp_size": 8, "enable_tp_lm_head_all_to_all": True},
+         {"tp_size": 8, "attn_dp_size": 8, "enable_tp_lm_head_all_to_all": True},
+         "enable_tp_lm_head_all_to_all needs attention DP"),
+        ({"tp_size": 8, "attn_dp_size": 4, "enable_tp_lm_head_all_to_all": True},
+         {"tp_size": 4, "attn_dp_size": 4, "enable_tp_lm_head_all_to_all": True},
+         "needs tp_size == attn_dp_size"),
+        ({"tp_size": 8, "attn_dp_size": 8, "enable_tp_lm_head_all_to_all": True,
+          "enable_dp_lm_head": True},
+         {"tp_size": 8, "attn_dp_size": 8, "enable_dp_lm_head": True},
+         "incompatible with --enable-dp-lm-head"),
+        ({"tp_size": 8, "enable_two_batch_overlap": True},
+         {"tp_size": 8, "attn_dp_size": 2, "enable_two_batch_overlap": True},
+         "two_batch_overlap without an EP all-to-all backend"),
+        ({"tp_size": 8, "moe_a2a_backend": "ascend_tp", "enable_two_batch_overlap": True},
+         {"tp_size": 8, "moe_a2a_backend": "deepep", "enable_two_batch_overlap": True},
+         "two_batch_overlap without an EP all-to-all backend"),
+        ({"tp_size": 8, "dwdp_size": 8, "enable_two_batch_overlap": True},
+         {"tp_size": 8, "dwdp_size": 8},
+         "DWDP .* does not support two-batch overlap"),
+        ({"tp_size": 1, "enable_layernorm_sp": True},
+         {"tp_size": 2, "enable_layernorm_sp": True},
+         "enable_layernorm_sp needs tp_size > 1"),
+        ({"tp_size": 8, "attn_dp_size": 2, "enable_layernorm_sp": True},
+         {"tp_size": 8, "enable_layernorm_sp": True},
+         "enable_layernorm_sp is not compatible with attention DP"),
+        ({"tp_size": 4, "pp_size": 2, "enable_layernorm_sp": True},
+         {"tp_size": 4, "pp_size": 1, "enable_layernorm_sp": True},
+         "enable_layernorm_sp is not compatible with pipeline parallelism"),
+    ])
+    def test_refused_only_without_the_layout(self, refused: dict[str, object],
+                                             accepted: dict[str, object], rule: str) -> None:
+        with pytest.raises(ConfigError, match=rule):
+            check_config(LaunchConfig(**refused))  # type: ignore[arg-type]
+        check_config(LaunchConfig(**accepted))  # type: ignore[arg-type]
+
+    def test_waterfill_runs_deepep(self) -> None:
+        """--enable-waterfill moves the backend to deepep, so two-batch overlap needs no
+        attention DP then."""
+        check_config(LaunchConfig(tp_size=8, enable_two_batch_overlap=True, enable_waterfill=True))
+
+    def test_layernorm_sp_lets_flashinfer_run_without_attention_dp(self) -> None:
+        """Muse Spark's LayerNorm SP runs flashinfer at TP4/TP8 without attention DP; the model
+        is not in the launch args, so the layout is not refused."""
+        check_config(LaunchConfig(tp_size=8, moe_a2a_backend="flashinfer", enable_layernorm_sp=True))
+        with pytest.raises(ConfigError, match="flashinfer needs attention DP"):
+            check_config(LaunchConfig(tp_size=2, moe_a2a_backend="flashinfer",
+                                      enable_layernorm_sp=True))
+
+    @pytest.mark.parametrize(("fields", "before"), [
+        ({"tp_size": 8, "moe_a2a_backend": "flashinfer"}, "0.5.15"),
+        ({"tp_size": 8, "moe_a2a_backend": "pplx"}, "0.5.19"),
+        ({"tp_size": 16, "nnodes": 2, "moe_a2a_backend": "deepep_v2"}, "0.5.21"),
+        ({"tp_size": 8, "enable_tp_lm_head_all_to_all": True}, "0.5.21"),
+        ({"tp_size": 8, "enable_two_batch_overlap": True}, "0.5.15"),
+    ])
+    def test_not_refused_before_sglang_had_the_rule(self, fields: dict[str, object],
+                                                    before: str) -> None:
+        check_config(LaunchConfig(**fields, sglang_version=parse_version(before)))  # type: ignore[arg-type]
+        with pytest.raises(ConfigError):
+            check_config(LaunchConfig(**fields))  # type: ignore[arg-type]
+
+    def test_deprecated_dp_attention_flag_without_dp_is_no_attention_dp(self) -> None:
+        """0.5.23 turns `--enable-dp-attention` with dp_size 1 into attn_dp_size 1 (off);
+        0.5.20 asked the flag itself."""
+        fields = {"tp_size": 8, "enable_dp_attention": True, "enable_two_batch_overlap": True}
+        with pytest.raises(ConfigError, match="needs attention DP"):
+            check_config(LaunchConfig(**fields))  # type: ignore[arg-type]
+        check_config(LaunchConfig(**fields, sglang_version=parse_version("0.5.20")))  # type: ignore[arg-type]
+
+
 # --------------------------------------------------------------------------- properties
 
 

@@ -142,3 +142,26 @@ EXTRA = [
     ("x_invalid_tp8_pp2_nnodes3", dict(tp_size=8, pp_size=2, nnodes=3)),
     ("x_tp8_ep16", dict(tp_size=8, ep_size=16)),
 ]
+
+# Third pass (0.5.23 argument checks on a2a backends and layout-bound flags). Valid flashinfer
+# needs a flashinfer MoE runner and pplx a per-rank dispatch budget within
+# SGLANG_PPLX_NUM_MAX_DISPATCH_TOKENS_PER_RANK (128): both are set here so that only the layout
+# rule decides. The LayerNorm-SP ones are refused by the stub DeepSeek-V3 architecture before the
+# layout rule is reached, so their truth files were read from the code (see the README).
+EXTRA += [
+    ("x_tp8_attndp8_flashinfer", dict(tp_size=8, attn_dp_size=8, moe_a2a_backend="flashinfer", moe_runner_backend="flashinfer_cutlass")),
+    ("x_invalid_tp8_flashinfer", dict(tp_size=8, moe_a2a_backend="flashinfer", moe_runner_backend="flashinfer_cutlass")),
+    ("x_invalid_tp8_attndp4_flashinfer", dict(tp_size=8, attn_dp_size=4, moe_a2a_backend="flashinfer", moe_runner_backend="flashinfer_cutlass")),
+    ("x_invalid_tp8_flashinfer_megamoe", dict(tp_size=8, moe_a2a_backend="flashinfer_megamoe", quantization="mxfp8")),
+    ("x_tp8_attndp2_pplx", dict(tp_size=8, attn_dp_size=2, moe_a2a_backend="pplx", chunked_prefill_size=256)),
+    ("x_invalid_tp8_pplx", dict(tp_size=8, moe_a2a_backend="pplx", chunked_prefill_size=128)),
+    ("x_tp16_deepep_v2_hybrid_nnodes2", dict(tp_size=16, moe_a2a_backend="deepep_v2", deepep_v2_mode="hybrid", nnodes=2)),
+    ("x_invalid_tp16_deepep_v2_nnodes2", dict(tp_size=16, moe_a2a_backend="deepep_v2", nnodes=2)),
+    ("x_tp8_attndp8_tplmhead_a2a", dict(tp_size=8, attn_dp_size=8, enable_tp_lm_head_all_to_all=True)),
+    ("x_invalid_tp8_tplmhead_a2a", dict(tp_size=8, enable_tp_lm_head_all_to_all=True)),
+    ("x_invalid_tp8_attndp4_tplmhead_a2a", dict(tp_size=8, attn_dp_size=4, enable_tp_lm_head_all_to_all=True)),
+    ("x_invalid_tp8_attndp8_tplmhead_a2a_dplmhead", dict(tp_size=8, attn_dp_size=8, enable_tp_lm_head_all_to_all=True, enable_dp_lm_head=True)),
+    ("x_tp8_attndp2_tbo", dict(tp_size=8, attn_dp_size=2, enable_two_batch_overlap=True)),
+    ("x_invalid_tp8_tbo", dict(tp_size=8, enable_two_batch_overlap=True)),
+    ("x_invalid_tp8_dwdp8_tbo", dict(tp_size=8, dwdp_size=8, enable_two_batch_overlap=True)),
+]

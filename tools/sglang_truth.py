@@ -146,14 +146,16 @@ def _fake_model_config():
     return types.SimpleNamespace(
         hf_config=types.SimpleNamespace(architectures=["DeepseekV3ForCausalLM"], model_type="deepseek_v3"),
         hf_text_config=types.SimpleNamespace(model_type="deepseek_v3"),
-        is_multimodal=False, dtype=None, is_piecewise_cuda_graph_disabled_model=False)
+        is_multimodal=False, dtype=None, is_piecewise_cuda_graph_disabled_model=False,
+        nvfp4_moe_meta=None, is_fp4_experts=False)
 
 
 # Fields normally filled from GPU memory / the checkpoint by hooks we do not run.
 HARNESS_DEFAULTS = {"chunked_prefill_size": 8192, "served_model_name": "fake-deepseek-v3"}
 
 TOPO_HOOKS_0523 = {"handle_deprecated_dp_attention", "handle_data_parallelism", "handle_context_parallelism",
-                   "handle_decode_context_parallelism", "handle_a2a_moe", "handle_cuda_graph_config"}
+                   "handle_decode_context_parallelism", "handle_a2a_moe", "handle_cuda_graph_config",
+                   "handle_dwdp"}
 
 
 def run_0523(root, cfg):
