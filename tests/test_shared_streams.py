@@ -24,10 +24,15 @@ import interleave  # noqa: E402
 FILES_PER_EXAMPLE = 125  # x 16 examples: 2,000 interleaved files
 
 
-def _trial(folder: Path, seed: int, files: int, chunk_bytes: int | None = None
-           ) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """(wrong rows, all rows) of one batch: rows given a process that did not write them."""
+def _trial(folder: Path, seed: int, files: int, chunk_bytes: int | None = None,
+           holes: bool = False) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """(wrong rows, all rows) of one batch: rows given a process that did not write them.
+    With `holes`, each file gets NUL runs of random length where real ones appear: before its
+    text (a log truncated by copytruncate while the writer went on, or preallocated) and after
+    it (a node that lost power)."""
     rows = interleave.write_set(folder, files, seed)
+    if holes:
+        _punch_holes(folder / "logs", random.Random(seed))
     truth = pl.DataFrame(rows, schema={"file": pl.String, "line": pl.UInt32,
                                        "truth": pl.Int32}, orient="row")
     timeline = analyze([folder / "logs"], config=folder / "args.json",
@@ -47,6 +52,25 @@ def test_no_line_gets_another_process(tmp_path_factory: object, seed: int) -> No
     wrong, joined = _trial(folder, seed, FILES_PER_EXAMPLE)
     assert wrong.height == 0, wrong.select("file", "line", "world_rank", "truth", "text").head(5)
     # (not vacuous: most lines keep their writer)
+    assert joined.filter(pl.col("world_rank").is_not_null()).height > joined.height // 3
+
+
+def _punch_holes(logs: Path, rng: random.Random) -> None:
+    for path in sorted(logs.iterdir()):
+        path.write_bytes(b"\0" * rng.randrange(0, 70_000) + path.read_bytes()
+                         + b"\0" * rng.randrange(0, 70_000))
+
+
+@settings(max_examples=4, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(min_value=0, max_value=2**31 - 1))
+def test_no_line_gets_another_process_through_nul_holes(tmp_path_factory: object,
+                                                        seed: int) -> None:
+    """The same with NUL runs before and after each file's text: the holes are content of the
+    lines they sit in, and no line around them gets another writer."""
+    folder = tmp_path_factory.mktemp("holes")  # type: ignore[attr-defined]
+    wrong, joined = _trial(folder, seed, 40, holes=True)
+    assert wrong.height == 0, wrong.select("file", "line", "world_rank", "truth", "text").head(5)
     assert joined.filter(pl.col("world_rank").is_not_null()).height > joined.height // 3
 
 
