@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from logcorr.api import analyze
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
-import interleave  # noqa: E402
+import interleave
 
 FILES_PER_EXAMPLE = 125  # x 16 examples: 2,000 interleaved files
 
