@@ -39,7 +39,7 @@ MERGE_ROWS = 1 << 17  # rows the merge may buffer over all runs together
 BATCH_ROWS = 1 << 15  # rows the merge emits at most per batch
 PIECE_ROWS = (8192, 32768)  # the smallest and largest piece
 SORT_COLUMNS = ("_sk", "file_id", "line", "part")
-MEMORY_BUDGET = 256 << 20  # bytes of chunks and runs held in memory before spilling
+MEMORY_BUDGET = 128 << 20  # bytes of chunks and runs held in memory before spilling
 NO_TIME = 2**63 - 1  # the `_sk` of rows without a time: after every timed row
 Key = tuple[int, int, int, int]
 
