@@ -834,19 +834,92 @@ def _per_stream(frame: pl.DataFrame) -> Callable[[pl.Expr], pl.Expr]:
 def _grammar_records(frame: pl.DataFrame, shared: set[int]) -> pl.DataFrame:
     """`_K` (the row heading the record each row belongs to, or null), `_kid` (that record's
     process so far), `_amb` (the row may be one of several open records') and the state
-    `next_ghost` carries."""
+    `next_ghost` carries.
+
+    Most rows are one-line records followed in their stream by another one (a prefixed SGLang
+    line, an NCCL INFO line): such a row opens, closes and takes nothing, and no row refers to
+    it, so the grammar runs on the other rows only (`_plain_heads`) - every count, latest
+    header and latest opener it computes is the same there - and the rows left out take their
+    stream's state from the next row it kept (the last one-line record of their run), and
+    themselves as their record."""
     for name, dtype in _STATE.items():
         if name not in frame.columns:
             frame = frame.with_columns(pl.lit(None, dtype).alias(name))
+    skip = _plain_heads(frame)
+    # (only the columns the grammar reads: each step's cost grows with the frame's width)
+    read = [c for c in (*_GRAMMAR_READS, *_STATE) if c in frame.columns]
+    if not skip.any():
+        done = _grammar_rows(frame.select(read), shared)
+        return frame.with_columns(done.select(c for c in done.columns if c not in read))
+    keep = ~skip
+    done = _grammar_rows(frame.select(read).with_row_index("_o").filter(keep), shared)
+    added = [c for c in done.columns if c not in read and c != "_o"]
+    # (row numbers of the kept rows -> row numbers of the chunk)
+    done = done.with_columns(pl.col("_o").gather(pl.col(c)).alias(c)
+                             for c in ("_i", "_K", "_bh", *(f"_last_{g}" for g in _RAW_GRAMMARS)))
+    # each row's source among the kept rows: itself, or the next kept row of its stream
+    kept_before = keep.cast(pl.UInt32).cum_sum()
+    at = pl.select(pl.when(keep).then(kept_before - 1).otherwise(kept_before)).to_series()
+    if frame.get_column("stream").null_count() < frame.height or \
+            frame.get_column("file_id").n_unique() > 1:
+        part = _stream_part(frame)
+        at = frame.select(part.alias("_part")).with_columns(keep.alias("_keep"), at.alias("_at")) \
+            .select(pl.when(pl.col("_keep")).then(pl.col("_at")).backward_fill()
+                    .over("_part")).to_series()
+    frame = frame.with_columns(done.select(added)[at])
+    own = pl.lit(skip)
+    i = pl.int_range(pl.len(), dtype=pl.UInt32)
+    return frame.with_columns(
+        pl.when(own).then(i).otherwise(pl.col("_i")).alias("_i"),
+        pl.when(own).then(i).otherwise(pl.col("_K")).alias("_K"),
+        pl.when(own).then(i).otherwise(pl.col("_bh")).alias("_bh"),
+        pl.when(own).then(pl.col("proc")).otherwise(pl.col("_kid")).alias("_kid"),
+        pl.when(own).then(False).otherwise(pl.col("_kidc")).alias("_kidc"),
+        pl.when(own).then(pl.col("role")).otherwise(pl.col("_krole")).alias("_krole"),
+        pl.when(own).then(False).otherwise(pl.col("_amb")).alias("_amb"))
+
+
+_GRAMMAR_READS = ("file_id", "line", "stream", "source", "text", "msg", "starts_record", "_exc",
+                  "_ghost", "_glued", "_crowded", "proc", "role")
+
+
+def _stream_part(frame: pl.DataFrame) -> pl.Expr:
+    """One integer per output stream (file, wrapper stream)."""
+    return (pl.col("file_id").cast(pl.UInt64) if frame.get_column("stream").null_count()
+            == frame.height else pl.struct("file_id", "stream").hash())
+
+
+def _plain_heads(frame: pl.DataFrame) -> pl.Series:
+    """Rows `_grammar_rows` needs not see: a record's header that is a one-line message (no
+    raw record's line, no exception, nothing announced by a trailing `:`, no torch/glog line
+    that may carry C++ frames, not blank, not `During handling …`), carried from no previous
+    chunk, and followed in its stream by another such row (so it is neither the header the
+    next lines stand under nor its stream's last row)."""
+    message = pl.coalesce("msg", "text") if "msg" in frame.columns else pl.col("text")
+    m = pl.col("_m")  # (the coalesce is as dear as a string test: made once)
+    plain = (pl.col("starts_record").fill_null(False) & ~pl.col("_ghost")
+             & ~pl.col("_exc").fill_null(False)
+             & ~pl.col("source").is_in([*_RAW_SOURCES, "torch", "glog"]).fill_null(False)
+             & ~_ends_with_colon(m).fill_null(True)
+             & ~pl.any_horizontal(m.str.starts_with(s) for s in _REOPEN).fill_null(True)
+             & m.str.contains(r"\S").fill_null(False))
+    single = (frame.get_column("stream").null_count() == frame.height
+              and frame.get_column("file_id").n_unique() <= 1)
+    follows = plain.shift(-1) if single else plain.shift(-1).over(_stream_part(frame))
+    return (frame.select("starts_record", "_ghost", "_exc", "source", "file_id", "stream",
+                         message.alias("_m"))
+            .select((plain & follows.fill_null(False)).alias("_skip")).to_series())
+
+
+def _grammar_rows(frame: pl.DataFrame, shared: set[int]) -> pl.DataFrame:
+    """`_grammar_records` on the rows it keeps."""
     starts = pl.col("starts_record").fill_null(False)
     ghost = pl.col("_ghost")
     message = pl.coalesce("msg", "text") if "msg" in frame.columns else pl.col("text")
     i = pl.int_range(pl.len(), dtype=pl.UInt32)
     # one integer per output stream (file, wrapper stream): windows over it are cheap (and
     # none at all when the chunk holds one stream: `_per_stream`)
-    part = (pl.col("file_id").cast(pl.UInt64) if frame.get_column("stream").null_count()
-            == frame.height else pl.struct("file_id", "stream").hash())
-    frame = frame.with_columns(i.alias("_i"), message.alias("_m"), part.alias("_pid"))
+    frame = frame.with_columns(i.alias("_i"), message.alias("_m"), _stream_part(frame).alias("_pid"))
     w = _per_stream(frame)
     m = pl.col("_m")
     raw_kind = pl.col("source").replace_strict(_RAW_SOURCES, default=None, return_dtype=pl.String)
@@ -983,7 +1056,7 @@ def _grammar_records(frame: pl.DataFrame, shared: set[int]) -> pl.DataFrame:
                 .when(pl.col("source") == "tqdm").then(None)
                 .when(taken).then(assigned))
     frame = frame.with_columns(assigned.alias("_K"), ambiguous.fill_null(False).alias("_amb"))
-    return _identity(frame)
+    return _identity(frame).drop("_m", "_pr", "_lastshort", "_lastact")
 
 
 # terminal widths a hard wrap cuts lines at
