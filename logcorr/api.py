@@ -12,6 +12,7 @@ The timeline is then read from the runs by their merge (`Analysis.batches`).
 
 from __future__ import annotations
 
+import threading
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -143,6 +144,17 @@ class Tally:
             self.progress.append(frame.filter(batches).group_by("proc").agg(
                 pl.col("ts_full").max()))
 
+    def extend(self, other: Tally) -> None:
+        """Add the counts of the chunks after these."""
+        self.lines += other.lines
+        for mine, theirs in ((self.evidence, other.evidence), (self.why, other.why),
+                             (self.notes, other.notes)):
+            for value, n in theirs.items():
+                mine[value] = mine.get(value, 0) + n
+        self.procs |= other.procs
+        for name in ("file_procs", "people", "last", "events", "progress"):
+            getattr(self, name).extend(getattr(other, name))
+
     def _count_notes(self, frame: pl.DataFrame) -> None:
         for value, n in frame.group_by("ts_note").len().iter_rows():
             if value is not None:
@@ -244,6 +256,7 @@ class _Scan:
     """What the parse pass keeps of the whole set: small tables only."""
 
     chunks: list[Piece] = field(default_factory=list)
+    spans: list[tuple[int, int]] = field(default_factory=list)  # each chunk's first, last file
     keys: list[pl.DataFrame] = field(default_factory=list)
     server_args: list[pl.DataFrame] = field(default_factory=list)
     headers: list[pl.DataFrame] = field(default_factory=list)
@@ -252,6 +265,7 @@ class _Scan:
     def add(self, parsed: _Parsed) -> None:
         if parsed.path is not None:
             self.chunks.append(parsed.path)
+            self.spans.append(parsed.span)
         self.keys.append(parsed.keys)
         self.server_args.append(parsed.server_args)
         self.headers.append(parsed.headers)
@@ -290,8 +304,8 @@ def analyze(
         attribution = resolve_keys(merge_key_rows(scan.keys), topology, file_nodes)
         crowded = crowded_headers(_stack(scan.headers), attribution)
         clock = clock_of(scan.first_dated, _median_dated(scan.chunks))
-        runs, tally = _attribute_pass(scan.chunks, attribution, crowded, clock, clock_offsets,
-                                      sources, file_nodes, workspace, report)
+        runs, tally = _attribute_pass(scan.chunks, scan.spans, attribution, crowded, clock,
+                                      clock_offsets, sources, file_nodes, workspace, report)
         contradictions = [*attribution.contradictions, *notes,
                           *_node_mismatches(tally, attribution, file_nodes)]
         contradictions = [_name_file(c, sources) for c in contradictions]
@@ -355,6 +369,7 @@ class _Parsed:
     server_args: pl.DataFrame
     headers: pl.DataFrame
     first_dated: pl.DataFrame
+    span: tuple[int, int] = (0, 0)  # its first and last file
 
 
 def _parse_chunk(lines: pl.DataFrame, workspace: Workspace, before: pl.DataFrame | None = None
@@ -366,7 +381,22 @@ def _parse_chunk(lines: pl.DataFrame, workspace: Workspace, before: pl.DataFrame
         compact(parsed.filter(pl.col("server_args").fill_null(False))
                 .select("file_id", "line", pl.coalesce("msg", "text").alias("text"))),
         compact(parsed.filter(pl.col("_exc")).select("line", "part", "ts", *KEY_COLUMNS)),
-        first_dated_rows(parsed))
+        first_dated_rows(parsed),
+        _span(parsed))
+
+
+def _span(frame: pl.DataFrame) -> tuple[int, int]:
+    if frame.height == 0:
+        return (0, 0)
+    files = frame.get_column("file_id")
+    return int(files[0]), int(files[-1])
+
+
+def _linked(spans: list[tuple[int, int]]) -> list[range]:
+    """The chunks in runs that carry state from one to the next: a chunk goes on from the one
+    before when it starts in the file that one ends in."""
+    starts = [i for i in range(len(spans)) if i == 0 or spans[i][0] != spans[i - 1][1]]
+    return [range(a, b) for a, b in zip(starts, [*starts[1:], len(spans)])]
 
 
 def _size(source: Source) -> int:
@@ -383,65 +413,108 @@ def _median_dated(chunks: list[Piece]) -> Any:
             .select(pl.col("ts").median()).collect(engine="streaming").item())
 
 
-def _attribute_pass(chunks: list[Piece], attribution: Attribution, crowded: pl.DataFrame,
-                    clock: Clock, clock_offsets: dict[str, float] | None,
-                    sources: list[Source], file_nodes: dict[int, int], workspace: Workspace,
-                    report: Progress) -> tuple[list[Run], Tally]:
-    """Attribute and time each spilled chunk, carrying each file's state into the next chunk;
+def _attribute_pass(chunks: list[Piece], spans: list[tuple[int, int]],
+                    attribution: Attribution, crowded: pl.DataFrame, clock: Clock,
+                    clock_offsets: dict[str, float] | None, sources: list[Source],
+                    file_nodes: dict[int, int], workspace: Workspace, report: Progress
+                    ) -> tuple[list[Run], Tally]:
+    """Attribute and time each stored chunk, carrying each file's state into the next chunk;
     write every chunk as a sorted run.
 
-    The carried state makes this loop sequential; reading the next chunk and sorting, counting
-    and writing the previous one run beside it on other threads."""
-    tally = Tally()
-    ghost: pl.DataFrame | None = None
-    carry: Carry | None = None
-    pending: pl.DataFrame | None = None  # a file's opening rows that have no time yet
-    names = _file_names(sources)
-    rows = piece_rows(min(len(chunks), len(sources)))
-    runs: list[Run] = []
-    with ThreadPoolExecutor(max_workers=1) as reader, ThreadPoolExecutor(max_workers=1) as writer:
-        written: list[Future[None]] = []
-
-        def write(frame: pl.DataFrame) -> None:
-            if len(written) > 1:
-                written[-2].result()  # at most two chunks waiting to be written
-            written.append(writer.submit(_write, workspace, frame, runs, tally, file_nodes,
-                                         rows))
-
-        upcoming = reader.submit(chunks[0].read) if chunks else None
-        for index in range(len(chunks)):
-            report("attributing", index, len(chunks))
-            chunk = upcoming.result() if upcoming is not None else chunks[index].read()
-            workspace.release(chunks[index])
-            more = index + 1 < len(chunks)
-            upcoming = reader.submit(chunks[index + 1].read) if more else None
-            first_file = int(chunk["file_id"][0])
-            if ghost is not None and int(ghost["file_id"][0]) != first_file:
-                ghost = None
-            after = _after(chunk, chunks[index + 1] if more else None)
-            chunk = chunk.with_columns(_before_warn=_blank_before_warn(chunk, after))
-            attributed = attribute(chunk, attribution, crowded, ghost)
-            ghost = next_ghost(chunk, ghost, attributed)
-            attributed = attributed.filter(~pl.col("_ghost")).drop("_file_head", "_before_warn")
-            if pending is not None and int(pending["file_id"][0]) != first_file:
-                write(pending)  # its file ended without a time
-                pending = None
-            frame = complete_timestamps(attributed, clock, carry)
-            frame = sort_key(frame, clock_offsets, carry)
-            carry = next_carry(frame, carry)
-            frame = _contract(frame, attribution, names, file_nodes)
-            frame = frame.with_columns(_following(frame, after))
-            if pending is not None:
-                frame = _release(pending, frame)
-                pending = None
-            frame, pending = _hold_untimed(frame, carry, more)
-            write(frame)
-        if pending is not None:
-            write(pending)
-        for future in written:
-            future.result()
+    The carried state makes a run of chunks that share files (`_linked`) sequential; WORKERS
+    such runs are worked on at once (the chunks of two large files share nothing). Each run
+    of chunks keeps its own runs and counts, put together in chunk order at the end: the
+    same as one pass over all chunks would give."""
+    step = _Step(chunks, attribution, crowded, clock, clock_offsets, _file_names(sources),
+                 file_nodes, workspace, piece_rows(min(len(chunks), len(sources))), report)
+    report("attributing", 0, len(chunks))
+    # (the first line of each run of chunks, read before another may let it go)
+    step.firsts = {linked.start: _first_row(chunks[linked.start]) for linked in _linked(spans)}
+    with ThreadPoolExecutor(max_workers=WORKERS) as pool:
+        parts = [f.result() for f in [pool.submit(step.linked, linked)
+                                      for linked in _linked(spans)]]
     report("attributing", len(chunks), len(chunks))
-    return [r for r in runs if r.rows], tally
+    tally = Tally()
+    for _, part in parts:
+        tally.extend(part)
+    return [r for runs, _ in parts for r in runs if r.rows], tally
+
+
+@dataclass
+class _Step:
+    """What attributing a run of chunks reads (the whole-set tables), and the progress."""
+
+    chunks: list[Piece]
+    attribution: Attribution
+    crowded: pl.DataFrame
+    clock: Clock
+    clock_offsets: dict[str, float] | None
+    names: pl.DataFrame
+    file_nodes: dict[int, int]
+    workspace: Workspace
+    rows: int
+    report: Progress
+    done: int = 0
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    firsts: dict[int, pl.DataFrame] = field(default_factory=dict)
+
+    def linked(self, indices: range) -> tuple[list[Run], Tally]:
+        """Attribute chunks that carry state one to the next; reading the next chunk and
+        sorting, counting and writing the previous one run beside it on other threads."""
+        chunks = self.chunks
+        tally = Tally()
+        runs: list[Run] = []
+        ghost: pl.DataFrame | None = None
+        carry: Carry | None = None
+        pending: pl.DataFrame | None = None  # a file's opening rows that have no time yet
+        with ThreadPoolExecutor(max_workers=1) as reader, \
+                ThreadPoolExecutor(max_workers=1) as writer:
+            written: list[Future[None]] = []
+
+            def write(frame: pl.DataFrame) -> None:
+                if len(written) > 1:
+                    written[-2].result()  # at most two chunks waiting to be written
+                written.append(writer.submit(_write, self.workspace, frame, runs, tally,
+                                             self.file_nodes, self.rows))
+
+            upcoming = reader.submit(chunks[indices[0]].read) if indices else None
+            for index in indices:
+                chunk = upcoming.result() if upcoming is not None else chunks[index].read()
+                self.workspace.release(chunks[index])
+                more = index + 1 < len(chunks)
+                upcoming = (reader.submit(chunks[index + 1].read)
+                            if index + 1 in indices else None)
+                first_file = int(chunk["file_id"][0])
+                if ghost is not None and int(ghost["file_id"][0]) != first_file:
+                    ghost = None
+                after = _after(chunk, None if not more else self.firsts.get(index + 1)
+                               if index + 1 not in indices else _first_row(chunks[index + 1]))
+                chunk = chunk.with_columns(_before_warn=_blank_before_warn(chunk, after))
+                attributed = attribute(chunk, self.attribution, self.crowded, ghost)
+                ghost = next_ghost(chunk, ghost, attributed)
+                attributed = attributed.filter(~pl.col("_ghost")).drop("_file_head",
+                                                                       "_before_warn")
+                if pending is not None and int(pending["file_id"][0]) != first_file:
+                    write(pending)  # its file ended without a time
+                    pending = None
+                frame = complete_timestamps(attributed, self.clock, carry)
+                frame = sort_key(frame, self.clock_offsets, carry)
+                carry = next_carry(frame, carry)
+                frame = _contract(frame, self.attribution, self.names, self.file_nodes)
+                frame = frame.with_columns(_following(frame, after))
+                if pending is not None:
+                    frame = _release(pending, frame)
+                    pending = None
+                frame, pending = _hold_untimed(frame, carry, more)
+                write(frame)
+                with self.lock:
+                    self.done += 1
+                    self.report("attributing", self.done, len(chunks))
+            if pending is not None:
+                write(pending)
+            for future in written:
+                future.result()
+        return runs, tally
 
 
 def _release(pending: pl.DataFrame, frame: pl.DataFrame) -> pl.DataFrame:
@@ -477,17 +550,21 @@ def _write(workspace: Workspace, frame: pl.DataFrame, runs: list[Run], tally: Ta
     write_run(workspace, frame.select(stored), runs, KEEP_ROWS, rows)
 
 
-def _after(frame: pl.DataFrame, next_chunk: Piece | None) -> pl.DataFrame:
-    """The row after each row (file_id, line, part, starts_record, text); the next chunk's
-    first line is read for the last row. Rows keep the chunk's order, which the attribution
-    does not change."""
-    columns = ["file_id", "line", "part", "starts_record", "text"]
-    after = frame.select(pl.col(columns).shift(-1))
-    if next_chunk is not None and frame.height:
-        first = next_chunk.read(columns, n_rows=1)
-        if first.height:
-            after = pl.concat([after.head(frame.height - 1), first], how="vertical_relaxed",
-                              rechunk=False)
+_AFTER = ["file_id", "line", "part", "starts_record", "text"]
+
+
+def _first_row(chunk: Piece) -> pl.DataFrame:
+    return chunk.read(_AFTER, n_rows=1)
+
+
+def _after(frame: pl.DataFrame, first: pl.DataFrame | None) -> pl.DataFrame:
+    """The row after each row (file_id, line, part, starts_record, text); `first` (the next
+    chunk's first line, `_first_row`) is the last row's. Rows keep the chunk's order, which
+    the attribution does not change."""
+    after = frame.select(pl.col(_AFTER).shift(-1))
+    if first is not None and frame.height and first.height:
+        after = pl.concat([after.head(frame.height - 1), first], how="vertical_relaxed",
+                          rechunk=False)
     return after
 
 

@@ -208,10 +208,16 @@ def chunk_bytes_for(total: int) -> int:
 def line_batches(sources: Sequence[Source], chunk_bytes: int, warnings: list[str]
                  ) -> Iterator[pl.DataFrame]:
     """LINES_SCHEMA frames of about `chunk_bytes` each, in (file, line) order: a large file is
-    cut at line ends, small files are gathered (so 10,000 small files are not 10,000 chunks)."""
+    cut at line ends, small files are gathered (so 10,000 small files are not 10,000 chunks).
+    A large file starts a chunk of its own, so that the chunks of two large files share no
+    file (the attribution pass works on such runs of chunks side by side)."""
     gathered: list[pl.DataFrame] = []
     size = 0
     for frame in iter_line_chunks(sources, chunk_bytes, warnings):
+        grown = int(frame.estimated_size())
+        if gathered and grown >= chunk_bytes and frame.get_column("line")[0] == 1:
+            yield pl.concat(gathered)
+            gathered, size = [], 0
         gathered.append(frame)
         size += int(frame.estimated_size())
         if size >= chunk_bytes:
