@@ -919,10 +919,13 @@ def _grammar_rows(frame: pl.DataFrame, shared: set[int]) -> pl.DataFrame:
     i = pl.int_range(pl.len(), dtype=pl.UInt32)
     # one integer per output stream (file, wrapper stream): windows over it are cheap (and
     # none at all when the chunk holds one stream: `_per_stream`)
-    frame = frame.with_columns(i.alias("_i"), message.alias("_m"), _stream_part(frame).alias("_pid"))
+    frame = frame.with_columns(
+        i.alias("_i"), message.alias("_m"), _stream_part(frame).alias("_pid"),
+        pl.col("source").replace_strict(_RAW_SOURCES, default=None, return_dtype=pl.String)
+        .alias("_raw"))
     w = _per_stream(frame)
     m = pl.col("_m")
-    raw_kind = pl.col("source").replace_strict(_RAW_SOURCES, default=None, return_dtype=pl.String)
+    raw_kind = pl.col("_raw")
     # a py-spy dump or C++ abort right after a line announcing it is written with that line
     # (`Pyspy dump for PID n:` then `Process n: sglang::detokenizer`): a block of its own
     prev_ann = (w(pl.col("_ann").shift(1)).fill_null(False)
@@ -968,11 +971,15 @@ def _grammar_rows(frame: pl.DataFrame, shared: set[int]) -> pl.DataFrame:
         kind.alias("_kind"), pl.when(head & ~pl.col("_dem")).then(raw_kind).alias("_opens"),
         w(pl.when(head).then(pl.col("_i")).forward_fill()).alias("_bh"),
         gram.alias("_gram"))
+    # (what later steps read more than once is made a column: one big expression costs more
+    # to plan than to run on the few rows kept)
     bh_kind = pl.col("_kind").gather(pl.col("_bh").fill_null(0))
-    bh_kind = pl.when(pl.col("_bh").is_not_null()).then(bh_kind)
-    takes = {g: bh_kind.is_in(["exc", "ann"]) if g == "tb"
-             else bh_kind.is_in(["ann", "cppexc"]) if g == "cpp" else bh_kind == "ann"
-             for g in _RAW_GRAMMARS}
+    frame = frame.with_columns(pl.when(pl.col("_bh").is_not_null()).then(bh_kind).alias("_bhk"))
+    bh_kind = pl.col("_bhk")
+    frame = frame.with_columns(
+        (bh_kind.is_in(["exc", "ann"]) if g == "tb" else bh_kind.is_in(["ann", "cppexc"])
+         if g == "cpp" else bh_kind == "ann").alias(f"_tk_{g}") for g in _RAW_GRAMMARS)
+    takes = {g: pl.col(f"_tk_{g}") for g in _RAW_GRAMMARS}
     live = ~ghost
     gram_ = pl.col("_gram")
     reopen = (gram_ == "tb") & reopen
@@ -988,6 +995,8 @@ def _grammar_rows(frame: pl.DataFrame, shared: set[int]) -> pl.DataFrame:
     # later in the stream. Once one was written, traceback, plain and blank lines in a block
     # may be its.
     tb_seen = pl.col("_last_tb").is_not_null()
+    frame = frame.with_columns(tb_end.alias("_tbe"), reopen.alias("_reo"))
+    tb_end, reopen = pl.col("_tbe"), pl.col("_reo")
     columns = []
     for g in _RAW_GRAMMARS:
         opened = (pl.col("_opens") == g).fill_null(False)
@@ -1013,17 +1022,24 @@ def _grammar_rows(frame: pl.DataFrame, shared: set[int]) -> pl.DataFrame:
                                .alias("_act"))
     # an exception block opened while another exception record was open, in a second when
     # another process opened one too (`crowded_headers`), may hold that one's lines
-    exc_crowded = (pl.col("_crowded") & (pl.col("_n_at") >= 2)).gather(pl.col("_bh").fill_null(0))
+    frame = frame.with_columns(
+        (pl.col("_crowded") & (pl.col("_n_at") >= 2)).gather(pl.col("_bh").fill_null(0))
+        .alias("_exk"))
+    exc_crowded = pl.col("_exk")
+    frame = frame.with_columns(
+        *(((pl.col(f"_n_{g}") == 0) & (~tb_seen if g == "tb" else pl.lit(True)) & pl.when(
+            bh_kind == "exc").then(~exc_crowded)
+            .when(bh_kind == "ann").then(pl.col("_n_at") == 0).otherwise(True))
+          .alias(f"_bok_{g}") for g in _RAW_GRAMMARS),
+        *(((pl.col(f"_n_{g}") == 1) & ~pl.col(f"_x_{g}") & pl.col(f"_last_{g}").is_not_null())
+          .alias(f"_rok_{g}") for g in _RAW_GRAMMARS))
     assigned: pl.Expr = pl.lit(None, pl.UInt32)
     ambiguous: pl.Expr = pl.lit(False)
     for g in _RAW_GRAMMARS:
         mine = gram_ == g
         in_block = takes[g].fill_null(False)
-        block_ok = (pl.col(f"_n_{g}") == 0) & (~tb_seen if g == "tb" else pl.lit(True)) & pl.when(
-            bh_kind == "exc").then(~exc_crowded) \
-            .when(bh_kind == "ann").then(pl.col("_n_at") == 0).otherwise(True)
-        raw_ok = ((pl.col(f"_n_{g}") == 1) & ~pl.col(f"_x_{g}")
-                  & pl.col(f"_last_{g}").is_not_null())
+        block_ok = pl.col(f"_bok_{g}")
+        raw_ok = pl.col(f"_rok_{g}")
         assigned = (pl.when(mine & in_block & block_ok).then(pl.col("_bh"))
                     .when(mine & ~in_block & raw_ok).then(pl.col(f"_last_{g}"))
                     .otherwise(assigned))
@@ -1040,7 +1056,12 @@ def _grammar_rows(frame: pl.DataFrame, shared: set[int]) -> pl.DataFrame:
         .alias("_lastshort"))
     # a one-line message takes plain lines in a file only one process writes, or the tail a
     # terminal's hard wrap cut off it (it filled a terminal's width: `_hard_wrapped`)
-    one_ok = (bh_kind == "one").fill_null(False) & (single | _hard_wrapped()) & quiet
+    frame = frame.with_columns(
+        ((bh_kind == "one").fill_null(False) & (single | _hard_wrapped()) & quiet).alias("_ook"),
+        plain_ok.alias("_pok"),
+        (~pl.col("_glued").gather(pl.col("_bh").fill_null(0)) | (pl.col("_bh").is_null()))
+        .alias("_tkn"))
+    one_ok, plain_ok = pl.col("_ook"), pl.col("_pok")
     plain = gram_ == "plain"
     # a blank line is nobody's where several processes write, but inside a block written in
     # one piece (a logged traceback, an announced dump) while no raw record is open
@@ -1051,12 +1072,14 @@ def _grammar_rows(frame: pl.DataFrame, shared: set[int]) -> pl.DataFrame:
                 .otherwise(assigned))
     ambiguous = ambiguous | ((plain & plain_block) | blank) & ~plain_ok
     # the record's own header row; glued headers and progress bars take nothing
-    taken = (~pl.col("_glued").gather(pl.col("_bh").fill_null(0)) | (pl.col("_bh").is_null()))
+    taken = pl.col("_tkn")
     assigned = (pl.when(head).then(pl.col("_i"))
                 .when(pl.col("source") == "tqdm").then(None)
                 .when(taken).then(assigned))
     frame = frame.with_columns(assigned.alias("_K"), ambiguous.fill_null(False).alias("_amb"))
-    return _identity(frame).drop("_m", "_pr", "_lastshort", "_lastact")
+    return _identity(frame).drop(
+        "_m", "_pr", "_lastshort", "_lastact", "_bhk", "_tbe", "_reo", "_raw", "_exk", "_ook", "_pok", "_tkn",
+        *(f"_{p}_{g}" for p in ("tk", "bok", "rok") for g in _RAW_GRAMMARS))
 
 
 # terminal widths a hard wrap cuts lines at

@@ -215,7 +215,8 @@ def next_carry(frame: pl.DataFrame, carry: Carry | None) -> Carry | None:
     if frame.height == 0:
         return carry
     file_id = int(frame["file_id"][-1])
-    mine = frame.filter(pl.col("file_id") == file_id)
+    mine = frame.select("file_id", "ts", "ts_has_date", "ts_has_year", "_key").filter(
+        pl.col("file_id") == file_id)
     dated = mine.filter(fully_dated()).get_column("ts")  # (in the calendar: see fully_dated)
     previous = carry if carry is not None and carry.file_id == file_id else None
     last_dated = dated[-1] if dated.len() else (previous.last_dated if previous else None)
