@@ -367,16 +367,25 @@ def iter_line_chunks(
 
 
 def _blocks(source: Source, chunk_bytes: int, warnings: list[str]) -> Iterator[bytes]:
-    """Raw byte blocks of one file, each ending at a newline (except possibly the last)."""
+    """Raw byte blocks of one file, each ending at a newline (except possibly the last). A
+    short remainder at the end (under half a block) goes with the block before it rather
+    than being a block of its own (each block costs a fixed amount of work)."""
     carry = b""
+    ready = b""  # the latest full block, held until it is known whether the end is near
     for piece in _pieces(source, chunk_bytes, warnings):
         carry += piece
         if len(carry) < chunk_bytes:
             continue
         cut = carry.rfind(b"\n") + 1
         if cut > 0:
-            yield carry[:cut]
+            if ready:
+                yield ready
+            ready = carry[:cut]
             carry = carry[cut:]
+    if ready and len(carry) < chunk_bytes // 2:
+        ready, carry = ready + carry, b""
+    if ready:
+        yield ready
     if carry:
         yield carry
 
