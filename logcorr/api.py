@@ -65,6 +65,7 @@ from logcorr.stream import (
     compact,
     head,
     line_batches,
+    memory_budget_for,
     merge,
     numbered,
     piece_rows,
@@ -293,9 +294,10 @@ def analyze(
     report("reading", 0, 1)
     skipped: list[Skipped] = []
     sources, warnings = discover(paths, skipped)
-    workspace = Workspace(memory_budget)
+    total = sum(_size(s) for s in sources)
+    workspace = Workspace(memory_budget if memory_budget is not None
+                          else memory_budget_for(total))
     try:
-        total = sum(_size(s) for s in sources)
         chunk = chunk_bytes if chunk_bytes is not None else chunk_bytes_for(total)
         scan = _parse_pass(sources, chunk, total, warnings, workspace, report)
         declared, notes = _server_args_lines(scan.server_args, sources, sglang_version)
@@ -492,8 +494,10 @@ class _Step:
                 chunk = chunk.with_columns(_before_warn=_blank_before_warn(chunk, after))
                 attributed = attribute(chunk, self.attribution, self.crowded, ghost)
                 ghost = next_ghost(chunk, ghost, attributed)
-                attributed = attributed.filter(~pl.col("_ghost")).drop("_file_head",
-                                                                       "_before_warn")
+                # (the resolver's working columns end here: not copied by the filter)
+                real = ~attributed.get_column("_ghost")
+                attributed = attributed.select(
+                    c for c in attributed.columns if not c.startswith("_")).filter(real)
                 if pending is not None and int(pending["file_id"][0]) != first_file:
                     write(pending)  # its file ended without a time
                     pending = None

@@ -40,6 +40,7 @@ BATCH_ROWS = 1 << 15  # rows the merge emits at most per batch
 PIECE_ROWS = (8192, 32768)  # the smallest and largest piece
 SORT_COLUMNS = ("_sk", "file_id", "line", "part")
 MEMORY_BUDGET = 128 << 20  # bytes of chunks and runs held in memory before spilling
+MEMORY_PER_BYTE = 4  # bytes of parsed chunks and runs held per byte of logs (about)
 NO_TIME = 2**63 - 1  # the `_sk` of rows without a time: after every timed row
 Key = tuple[int, int, int, int]
 
@@ -169,6 +170,17 @@ class Workspace:
 
     def close(self) -> None:
         self._remove()
+
+
+def memory_budget_for(total: int) -> int:
+    """The budget for a set of `total` bytes of logs: LOGCORR_MEMORY_BUDGET when set, else
+    MEMORY_BUDGET when the whole set's chunks and runs fit in it (about a quarter of it in
+    logs), else none - held pieces cost more than their frames' size (a piece keeps the
+    buffers of the frame it was cut from) and save no time once most pieces spill (measured:
+    the 10M set peaks at 1.14 GB with the budget, 0.9 GB without, in the same time)."""
+    if os.environ.get("LOGCORR_MEMORY_BUDGET", "").strip():
+        return memory_budget_from_env()
+    return MEMORY_BUDGET if total * MEMORY_PER_BYTE <= MEMORY_BUDGET else 0
 
 
 def memory_budget_from_env() -> int:

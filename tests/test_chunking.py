@@ -22,7 +22,7 @@ def document(analysis: Analysis) -> str:
 
 
 @pytest.mark.parametrize("path", SCENARIOS, ids=lambda p: p.name)
-@pytest.mark.parametrize(("chunk_bytes", "budget"), [(1, None), (700, 0), (5000, 3000)])
+@pytest.mark.parametrize(("chunk_bytes", "budget"), [(1, None), (700, 0), (2000, 3000)])
 def test_chunk_size_changes_nothing(path: Path, chunk_bytes: int, budget: int | None) -> None:
     """Any chunk size, and chunks and runs held in memory, spilled (budget 0) or some of
     each, give the same answers."""
