@@ -33,7 +33,7 @@ from logcorr import cleanup
 from logcorr.errors import InputError
 from logcorr.ingest import Source, iter_line_chunks
 
-CHUNK_BYTES = (4 << 20, 16 << 20)  # the smallest and largest chunk
+CHUNK_BYTES = (4 << 20, 8 << 20)  # the smallest and largest chunk (memory grows with it)
 CHUNKS_PER_SET = 96  # a set is cut into at least this many chunks (above the smallest size)
 MERGE_ROWS = 1 << 17  # rows the merge may buffer over all runs together
 BATCH_ROWS = 1 << 15  # rows the merge emits at most per batch
