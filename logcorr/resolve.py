@@ -860,8 +860,7 @@ def _grammar_records(frame: pl.DataFrame, shared: set[int]) -> pl.DataFrame:
     # each row's source among the kept rows: itself, or the next kept row of its stream
     kept_before = keep.cast(pl.UInt32).cum_sum()
     at = pl.select(pl.when(keep).then(kept_before - 1).otherwise(kept_before)).to_series()
-    if frame.get_column("stream").null_count() < frame.height or \
-            frame.get_column("file_id").n_unique() > 1:
+    if not _one_stream(frame):
         part = _stream_part(frame)
         at = frame.select(part.alias("_part")).with_columns(keep.alias("_keep"), at.alias("_at")) \
             .select(pl.when(pl.col("_keep")).then(pl.col("_at")).backward_fill()
@@ -881,6 +880,12 @@ def _grammar_records(frame: pl.DataFrame, shared: set[int]) -> pl.DataFrame:
 
 _GRAMMAR_READS = ("file_id", "line", "stream", "source", "text", "msg", "starts_record", "_exc",
                   "_ghost", "_glued", "_crowded", "proc", "role")
+
+
+def _one_stream(frame: pl.DataFrame) -> bool:
+    """The chunk holds one output stream: one file, no wrapper streams."""
+    return (frame.get_column("stream").null_count() == frame.height
+            and frame.get_column("file_id").n_unique() <= 1)
 
 
 def _stream_part(frame: pl.DataFrame) -> pl.Expr:
@@ -903,9 +908,7 @@ def _plain_heads(frame: pl.DataFrame) -> pl.Series:
              & ~_ends_with_colon(m).fill_null(True)
              & ~pl.any_horizontal(m.str.starts_with(s) for s in _REOPEN).fill_null(True)
              & m.str.contains(r"\S").fill_null(False))
-    single = (frame.get_column("stream").null_count() == frame.height
-              and frame.get_column("file_id").n_unique() <= 1)
-    follows = plain.shift(-1) if single else plain.shift(-1).over(_stream_part(frame))
+    follows = plain.shift(-1) if _one_stream(frame) else plain.shift(-1).over(_stream_part(frame))
     return (frame.select("starts_record", "_ghost", "_exc", "source", "file_id", "stream",
                          message.alias("_m"))
             .select((plain & follows.fill_null(False)).alias("_skip")).to_series())

@@ -159,3 +159,52 @@ def test_a_line_announced_by_the_previous_chunk_stays_in_its_record(tmp_path: Pa
     whole = analyze([logs], config=config).detail
     assert whole.get_column("world_rank").to_list() == [4, 4, 4, 3, 3, 3, 3]
     assert analyze([logs], config=config, chunk_bytes=1).detail.equals(whole)
+
+
+def _decode_lines(rank: int, count: int) -> str:
+    return "".join(f"[2026-11-29 10:{i // 60 % 60:02d}:{i % 60:02d} TP{rank}] Decode batch. "
+                   f"#running-req: 8, #token: {1000 + i}, token usage: 0.05, "
+                   "gen throughput (token/s): 400.00, #queue-req: 0\n" for i in range(count))
+
+
+def test_large_files_start_their_own_chunks_and_keep_their_remainder(tmp_path: Path) -> None:
+    """A large file starts a chunk of its own (so two large files share no chunk and their
+    attribution runs side by side), and its short remainder goes with its last chunk."""
+    from logcorr.ingest import discover
+
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    chunk = 4000
+    (logs / "a.log").write_text(_decode_lines(0, 95))  # 3 chunks and a short remainder
+    (logs / "b.log").write_text(_decode_lines(1, 3))  # small: gathered
+    (logs / "c.log").write_text(_decode_lines(2, 95))
+    sources, _ = discover([logs], [])
+    names = {s.file_id: s.display for s in sources}
+    batches = list(stream.line_batches(sources, chunk, []))
+    spans = [(names[int(b["file_id"][0])], int(b["line"][0]), names[int(b["file_id"][-1])],
+              int(b["line"][-1])) for b in batches]
+    # (each block holds just under 4,000 bytes of whole lines; a.log's last 1,205 bytes, under
+    # half a chunk, go with its third block; b.log is alone: c.log starts a chunk of its own)
+    assert spans == [("a.log", 1, "a.log", 28), ("a.log", 29, "a.log", 57),
+                     ("a.log", 58, "a.log", 95), ("b.log", 1, "b.log", 3),
+                     ("c.log", 1, "c.log", 28), ("c.log", 29, "c.log", 57),
+                     ("c.log", 58, "c.log", 95)]
+
+
+def test_large_sets_spill_everything_small_ones_stay_in_memory(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without LOGCORR_MEMORY_BUDGET, a set whose chunks fit the budget is held in memory and
+    a larger one spills every chunk and run; the variable, when set, is the budget."""
+    monkeypatch.delenv("LOGCORR_MEMORY_BUDGET", raising=False)
+    assert stream.memory_budget_for(1 << 20) == stream.MEMORY_BUDGET
+    assert stream.memory_budget_for(1 << 30) == 0
+    monkeypatch.setenv("LOGCORR_MEMORY_BUDGET", "64m")
+    assert stream.memory_budget_for(1 << 30) == 64 << 20
+    monkeypatch.delenv("LOGCORR_MEMORY_BUDGET")
+    path = SCENARIOS[0]
+    small = analyze([path / "logs"], config=path / "args.json")
+    monkeypatch.setattr(stream, "MEMORY_PER_BYTE", 1 << 30)  # the same logs count as large
+    large = analyze([path / "logs"], config=path / "args.json")
+    assert {p.path is None for r in small.runs for p in r.pieces} == {True}
+    assert {p.path is not None for r in large.runs for p in r.pieces} == {True}
+    assert large.timeline.equals(small.timeline)
