@@ -10,12 +10,13 @@ stages:
 
 * read       files -> line frames (`ingest`)
 * parse      line frames -> fields (`formats`, the per-chunk key rows and tables)
-* store      parsed chunks and sorted runs held in memory or spilled, and read back
+* store      parsed chunks and sorted runs held in memory or spilled, and read back by the
+             attribution pass (an export's reading of the runs is its write's)
 * resolve    the whole-set step: launch config, topology, key rows -> processes
 * attribute  every line -> its process, timestamps completed, sort key, output columns
 * order      each chunk sorted into its run, with the counts and event rows it yields
 * diagnose   the findings
-* write FMT  the ordered timeline (merge of the runs) written as FMT
+* write FMT  the ordered timeline written as FMT: the runs read back and merged, and written
 * text view (whole run)  `logcorr analyze --format text` end to end (a second analysis and
              its findings, header, head and tail), the default view's whole cost
 
@@ -101,6 +102,18 @@ def _switch(label: str | None) -> None:
         _STACK.append(label)
 
 
+def _outside_writes(charged: Callable[..., Any]) -> Callable[..., Any]:
+    """`charged` when called outside an output's write; inside one (the merge reading the
+    runs back) its time stays with that write."""
+    plain = charged.__wrapped__  # type: ignore[attr-defined]
+
+    @wraps(plain)
+    def either(*args: Any, **kwargs: Any) -> Any:
+        inside = bool(_STACK) and _STACK[-1].startswith("write ")
+        return (plain if inside else charged)(*args, **kwargs)
+    return either
+
+
 def _charged_batches(inner: Callable[..., Iterator[Any]], label: str
                      ) -> Callable[..., Iterator[Any]]:
     """A generator function whose every step is charged to `label`."""
@@ -124,7 +137,7 @@ def instrument() -> None:
     api.line_batches = _charged_batches(api.line_batches, "read")
     api._parse_chunk = _charge("parse", api._parse_chunk)
     stream.Workspace.write = _charge("store", stream.Workspace.write)  # type: ignore[method-assign]
-    stream.Piece.read = _charge("store", stream.Piece.read)  # type: ignore[method-assign]
+    stream.Piece.read = _outside_writes(_charge("store", stream.Piece.read))  # type: ignore[method-assign]
     for name in ("_server_args_lines", "_topology", "_file_nodes", "resolve_keys",
                  "merge_key_rows", "crowded_headers", "clock_of", "_median_dated"):
         setattr(api, name, _charge("resolve", getattr(api, name)))

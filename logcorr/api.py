@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import threading
 from collections import deque
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
-from itertools import chain
+from itertools import chain, pairwise
 from pathlib import Path
 from typing import Any
 
@@ -96,6 +96,8 @@ _CHUNK_COLUMNS = (*DETAIL_COLUMNS, "msg", "ts_full", "torch_rank", "pg_desc", "p
                   "ts_note", "capped")  # (counted: see Tally.notes)
 STAGES = ("reading", "parsing", "attributing", "diagnosing", "done")
 WORKERS = 2  # chunks parsed at once
+PARSE_GROUP = 4  # chunks in a row parsed together (see `_parse_pass`)
+PARSE_BYTES = 16 << 20  # and at most this many bytes of them
 CONTEXT_LINES = 2  # lines of the previous chunk a chunk's parse may look back at
 KEEP_ROWS = 1000  # rows each run keeps in memory for the terminal's head and tail
 PENDING_ROWS = 1_000_000  # a file's untimed opening rows held back waiting for its first time
@@ -264,9 +266,8 @@ class _Scan:
     first_dated: list[pl.DataFrame] = field(default_factory=list)
 
     def add(self, parsed: _Parsed) -> None:
-        if parsed.path is not None:
-            self.chunks.append(parsed.path)
-            self.spans.append(parsed.span)
+        self.chunks += parsed.pieces
+        self.spans += parsed.spans
         self.keys.append(parsed.keys)
         self.server_args.append(parsed.server_args)
         self.headers.append(parsed.headers)
@@ -336,7 +337,11 @@ def _parse_pass(sources: list[Source], chunk_bytes: int, total: int, warnings: l
                 workspace: Workspace, report: Progress) -> _Scan:
     """Parse chunk by chunk; spill each parsed chunk and keep only the small whole-set tables.
 
-    WORKERS chunks are parsed at once (polars works outside the GIL, and much of its string
+    Up to PARSE_GROUP chunks in a row (at most PARSE_BYTES of them) are parsed as one: a
+    parse costs about as much per call as per line on a few MB, and its working set is a
+    fraction of the attribution's; the parsed rows are stored cut back into the chunks they
+    came from, which the attribution pass then works on one at a time.
+    WORKERS groups are parsed at once (polars works outside the GIL, and much of its string
     work runs on one core per call); results are taken in chunk order."""
     scan = _Scan()
     total = max(1, total)
@@ -344,14 +349,16 @@ def _parse_pass(sources: list[Source], chunk_bytes: int, total: int, warnings: l
     with ThreadPoolExecutor(max_workers=WORKERS) as pool:
         running: deque[Future[_Parsed]] = deque()
         before: pl.DataFrame | None = None  # the previous chunk's last lines
-        for lines in chain(line_batches(sources, chunk_bytes, warnings), [None]):
-            if lines is None:  # the end: an empty chunk gives the tables their columns
+        for group in chain(_groups(line_batches(sources, chunk_bytes, warnings)), [None]):
+            if group is None:  # the end: an empty chunk gives the tables their columns
                 if scan.keys or running:
                     break
-                lines = empty_lines()
+                group = [empty_lines()]
+            lines = pl.concat(group) if len(group) > 1 else group[0]
             done += int(lines.get_column("text").str.len_bytes().sum() or 0) + lines.height
             report("parsing", min(done, total), total)
-            running.append(pool.submit(_parse_chunk, lines, workspace, before))
+            running.append(pool.submit(_parse_chunk, lines, workspace, before,
+                                       [_first_key(g) for g in group[1:]]))
             # (a chunk may be shorter than the context; compact: not the whole chunk's text)
             seen = lines if before is None else pl.concat([before, lines.tail(CONTEXT_LINES)])
             before = compact(seen.tail(CONTEXT_LINES))
@@ -362,29 +369,68 @@ def _parse_pass(sources: list[Source], chunk_bytes: int, total: int, warnings: l
     return scan
 
 
+def _groups(batches: Iterable[pl.DataFrame]) -> Iterator[list[pl.DataFrame]]:
+    """Consecutive chunks parsed together: at most PARSE_GROUP, and at most PARSE_BYTES."""
+    group: list[pl.DataFrame] = []
+    size = 0
+    for batch in batches:
+        grown = int(batch.estimated_size())
+        if group and (len(group) >= PARSE_GROUP or size + grown > PARSE_BYTES):
+            yield group
+            group, size = [], 0
+        group.append(batch)
+        size += grown
+    if group:
+        yield group
+
+
+def _line_key(file_id: pl.Expr, line: pl.Expr) -> pl.Expr:
+    return file_id.cast(pl.UInt64) * (1 << 32) + line.cast(pl.UInt64)
+
+
+def _first_key(lines: pl.DataFrame) -> int:
+    """The (file, line) of a chunk's first line, as one number (`_line_key`)."""
+    return int(lines.select(_line_key(pl.col("file_id"), pl.col("line")).first()).item())
+
+
 @dataclass
 class _Parsed:
-    """One parsed chunk: where it was spilled, and its part of the whole-set tables."""
+    """A parsed group of chunks: where each chunk was stored, and their part of the whole-set
+    tables."""
 
-    path: Piece | None
+    pieces: list[Piece]
+    spans: list[tuple[int, int]]  # each stored chunk's first and last file
     keys: pl.DataFrame
     server_args: pl.DataFrame
     headers: pl.DataFrame
     first_dated: pl.DataFrame
-    span: tuple[int, int] = (0, 0)  # its first and last file
 
 
-def _parse_chunk(lines: pl.DataFrame, workspace: Workspace, before: pl.DataFrame | None = None
-                 ) -> _Parsed:
+def _parse_chunk(lines: pl.DataFrame, workspace: Workspace, before: pl.DataFrame | None = None,
+                 cuts: Sequence[int] = ()) -> _Parsed:
+    """Parse `lines` and store the parsed rows cut before each line of `cuts` (`_first_key`
+    of the chunks after the first): the chunks the lines were gathered from."""
     parsed = local_columns(parse(lines, before))
+    pieces = [p for p in _cut(parsed, cuts) if p.height]
     return _Parsed(
-        workspace.write(parsed, "parsed") if parsed.height else None,
+        [workspace.write(p, "parsed") for p in pieces],
+        [_span(p) for p in pieces],
         compact(key_rows(parsed)),
         compact(parsed.filter(pl.col("server_args").fill_null(False))
                 .select("file_id", "line", pl.coalesce("msg", "text").alias("text"))),
         compact(parsed.filter(pl.col("_exc")).select("line", "part", "ts", *KEY_COLUMNS)),
-        first_dated_rows(parsed),
-        _span(parsed))
+        first_dated_rows(parsed))
+
+
+def _cut(parsed: pl.DataFrame, cuts: Sequence[int]) -> list[pl.DataFrame]:
+    """`parsed` cut before the first row of each line of `cuts` (rows are in file order; every
+    row of a physical line has its file and line number, so a line is never cut apart)."""
+    if not cuts:
+        return [parsed]
+    keys = parsed.select(_line_key(pl.col("file_id"), pl.col("line"))).to_series()
+    at = [0, *keys.search_sorted(pl.Series(list(cuts), dtype=pl.UInt64), side="left").to_list(),
+          parsed.height]
+    return [parsed.slice(a, b - a) for a, b in pairwise(at)]
 
 
 def _span(frame: pl.DataFrame) -> tuple[int, int]:
