@@ -120,32 +120,46 @@ class Tally:
     notes: dict[str, int] = field(default_factory=dict)
 
     def add(self, frame: pl.DataFrame, files_with_nodes: list[int]) -> None:
-        """Count one sorted chunk of the run frame."""
+        """Count one sorted chunk of the run frame (one batch of queries: they share the
+        scan of the chunk and its rows with a process, and run side by side)."""
         self.lines += frame.height
-        for column, counts in (("evidence", self.evidence), ("why", self.why)):
-            for value, n in frame.group_by(column).len().iter_rows():
-                if value is not None:
-                    counts[value] = counts.get(value, 0) + n
-        self._count_notes(frame)
         needed = {"proc", "file_id", "line", "host", "pid", "ts_full", *COORDINATES,
                   *SORT_COLUMNS}
-        known = frame.select(c for c in frame.columns if c in needed).filter(
+        lazy = frame.lazy()
+        known = lazy.select(c for c in frame.columns if c in needed).filter(
             pl.col("proc").is_not_null())
-        self.procs.update(known.get_column("proc").unique().to_list())
+        progress = (pl.col("text").str.contains_any(PROGRESS_STEMS) & pl.col("proc").is_not_null()
+                    & pl.col("ts_full").is_not_null())
+        queries = [
+            *(lazy.group_by(column).len() for column in ("evidence", "why", "ts_note")),
+            lazy.select(pl.col("capped").fill_null(False).sum()),
+            known.select(pl.col("proc").unique()),
+            known.group_by("proc", "host", "pid").agg(
+                pl.len(), *(pl.col(c).first() for c in (*COORDINATES, *SORT_COLUMNS))),
+            known.filter(pl.col("ts_full").is_not_null()).group_by("proc").agg(
+                pl.col("ts_full").max(), *(pl.col(c).last() for c in SORT_COLUMNS)),
+            lazy.filter(progress).group_by("proc").agg(pl.col("ts_full").max()),
+        ]
         if files_with_nodes:
-            self.file_procs.append(known.filter(pl.col("file_id").is_in(files_with_nodes))
-                                   .group_by("file_id", "proc").agg(pl.len(),
-                                                                    pl.col("line").min()))
-        self.people.append(compact(known.group_by("proc", "host", "pid").agg(
-            pl.len(), *(pl.col(c).first() for c in (*COORDINATES, *SORT_COLUMNS)))))
-        self.last.append(known.filter(pl.col("ts_full").is_not_null()).group_by("proc").agg(
-            pl.col("ts_full").max(), *(pl.col(c).last() for c in SORT_COLUMNS)))
-        batches = frame.select(pl.col("text").str.contains_any(PROGRESS_STEMS)
-                               & pl.col("proc").is_not_null()
-                               & pl.col("ts_full").is_not_null()).to_series()
-        if batches.any():
-            self.progress.append(frame.filter(batches).group_by("proc").agg(
-                pl.col("ts_full").max()))
+            queries.append(known.filter(pl.col("file_id").is_in(files_with_nodes))
+                           .group_by("file_id", "proc").agg(pl.len(), pl.col("line").min()))
+        evidence, why, notes, capped, procs, people, last, batches, *by_file = \
+            pl.collect_all(queries)
+        for counted, counts in ((evidence, self.evidence), (why, self.why),
+                                (notes, self.notes)):
+            for value, n in counted.iter_rows():
+                if value is not None:
+                    counts[value] = counts.get(value, 0) + n
+        cut = int(capped.item() or 0)
+        if cut:
+            key = f"lines cut at {MAX_PARTS} parts"
+            self.notes[key] = self.notes.get(key, 0) + cut
+        self.procs.update(procs.get_column("proc").to_list())
+        self.file_procs += by_file
+        self.people.append(compact(people))
+        self.last.append(last)
+        if batches.height:
+            self.progress.append(batches)
 
     def extend(self, other: Tally) -> None:
         """Add the counts of the chunks after these."""
@@ -157,15 +171,6 @@ class Tally:
         self.procs |= other.procs
         for name in ("file_procs", "people", "last", "events", "progress"):
             getattr(self, name).extend(getattr(other, name))
-
-    def _count_notes(self, frame: pl.DataFrame) -> None:
-        for value, n in frame.group_by("ts_note").len().iter_rows():
-            if value is not None:
-                self.notes[value] = self.notes.get(value, 0) + n
-        capped = int(frame.get_column("capped").fill_null(False).sum())
-        if capped:
-            key = f"lines cut at {MAX_PARTS} parts"
-            self.notes[key] = self.notes.get(key, 0) + capped
 
 
 @dataclass
