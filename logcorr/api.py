@@ -69,6 +69,7 @@ from logcorr.stream import (
     merge,
     numbered,
     piece_rows,
+    sorted_by_key,
     tail,
     time_key,
     write_run,
@@ -597,7 +598,7 @@ def _hold_untimed(frame: pl.DataFrame, carry: Carry | None, more: bool
 
 def _write(workspace: Workspace, frame: pl.DataFrame, runs: list[Run], tally: Tally,
            file_nodes: dict[int, int], rows: int) -> None:
-    frame = frame.sort(SORT_COLUMNS)
+    frame = sorted_by_key(frame)
     tally.add(frame, list(file_nodes))
     tally.events.append(compact(event_rows(frame)))
     # (`msg`, the message under a wrapper, for the diagnosis's reading of records)

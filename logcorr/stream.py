@@ -240,6 +240,19 @@ def line_batches(sources: Sequence[Source], chunk_bytes: int, warnings: list[str
         yield pl.concat(gathered)
 
 
+def sorted_by_key(frame: pl.DataFrame) -> pl.DataFrame:
+    """`frame` sorted by the timeline key; as it is when it already is (an attributed chunk
+    of one file in time order: a test over the key columns, about a tenth of the sort)."""
+    after = pl.lit(True)
+    for name in reversed(SORT_COLUMNS):  # each row's key after the one before it
+        column = pl.col(name)
+        before = column.shift(1)
+        after = (column > before) | ((column == before) & after)
+    if frame.select(after.fill_null(True).all()).item():
+        return frame
+    return frame.sort(SORT_COLUMNS)
+
+
 def _key_of(frame: pl.DataFrame, index: int) -> Key:
     return _Keys(frame)[index]
 

@@ -245,3 +245,16 @@ def test_chunks_parsed_together_are_stored_as_the_chunks_they_came_from(
     groups = list(api._groups(batches))
     assert [len(g) for g in groups][:-1] == [api.PARSE_GROUP] * (len(groups) - 1)
     assert sum(len(g) for g in groups) == len(batches)
+
+
+def test_sorted_by_key_sorts_only_what_is_out_of_order() -> None:
+    """A chunk already in timeline-key order is kept as it is; any pair out of order, on any
+    key column (ties on the earlier ones), is sorted."""
+    rows = [(5, 1, 9, 0), (5, 2, 1, 0), (5, 2, 1, 1), (7, 1, 1, 0), (stream.NO_TIME, 1, 2, 0)]
+    ordered = pl.DataFrame(rows, schema={"_sk": pl.Int64, "file_id": pl.UInt32,
+                                         "line": pl.UInt32, "part": pl.UInt16}, orient="row")
+    assert stream.sorted_by_key(ordered) is ordered
+    for i in range(len(rows) - 1):  # swap each neighbouring pair: one key column decides it
+        swapped = pl.concat([ordered[:i], ordered[i + 1:i + 2], ordered[i:i + 1],
+                             ordered[i + 2:]])
+        assert stream.sorted_by_key(swapped).equals(ordered)
