@@ -57,11 +57,11 @@ from logcorr.resolve import (
 )
 from logcorr.selector import Selector
 from logcorr.stream import (
+    CHUNK_BYTES,
     SORT_COLUMNS,
     Piece,
     Run,
     Workspace,
-    chunk_bytes_for,
     compact,
     head,
     line_batches,
@@ -294,8 +294,8 @@ def analyze(
     """Parse, attribute and align every line under `paths`, a chunk at a time.
 
     `progress(stage, done, total)` reports each of the STAGES (parsing counts bytes,
-    attributing chunks). `chunk_bytes` (default: by the size of the set, see
-    `stream.chunk_bytes_for`) bounds how much text is worked on at once.
+    attributing chunks). `chunk_bytes` (default: `stream.CHUNK_BYTES`, whatever the
+    set's size) bounds how much text is worked on at once.
     """
     report = progress or (lambda stage, done, total: None)
     report("reading", 0, 1)
@@ -305,7 +305,7 @@ def analyze(
     workspace = Workspace(memory_budget if memory_budget is not None
                           else memory_budget_for(total))
     try:
-        chunk = chunk_bytes if chunk_bytes is not None else chunk_bytes_for(total)
+        chunk = chunk_bytes if chunk_bytes is not None else CHUNK_BYTES
         scan = _parse_pass(sources, chunk, total, warnings, workspace, report)
         declared, notes = _server_args_lines(scan.server_args, sources, sglang_version)
         topology, topology_source = _topology(config, declared, sglang_version, validate, notes)

@@ -33,7 +33,11 @@ from logcorr import cleanup
 from logcorr.errors import InputError
 from logcorr.ingest import Source, iter_line_chunks
 
-CHUNK_BYTES = 8 << 20  # lines attributed at once (peak memory grows with it, time shrinks)
+# Lines attributed at once, whatever the set's size. Each chunk costs about 0.1 CPU-s of
+# queries besides its lines, so chunks are as large as the memory bound allows: peak memory is
+# about 80 MB per MB of chunk (two chunks attributed at once with their working columns),
+# 0.7 GB on the 2M-line benchmark set, 0.9 GB on a 5 GB set.
+CHUNK_BYTES = 8 << 20
 MERGE_ROWS = 1 << 17  # rows the merge may buffer over all runs together
 BATCH_ROWS = 1 << 15  # rows the merge emits at most per batch
 PIECE_ROWS = (8192, 32768)  # the smallest and largest piece
@@ -207,15 +211,6 @@ def _no_room(folder: str, error: OSError) -> InputError:
     return InputError(f"cannot write temporary files in {folder}: "
                       f"{error.strerror or error}; point TMPDIR at a folder with free space "
                       "(about half the size of the logs)")
-
-
-def chunk_bytes_for(total: int) -> int:
-    """The chunk size for a log set of `total` bytes: CHUNK_BYTES, whatever the set's size
-    (a smaller set is one chunk). Each chunk costs about 0.1 CPU-s of its own besides its lines (the count of
-    queries an attribution runs), so chunks are as large as the memory bound allows: peak
-    memory is about 80 MB per MB of chunk (two chunks attributed at once with their working
-    columns), 0.7 GB on the 2M-line benchmark set, 0.9 GB on a 5 GB set."""
-    return CHUNK_BYTES
 
 
 def line_batches(sources: Sequence[Source], chunk_bytes: int, warnings: list[str]
