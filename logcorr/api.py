@@ -266,6 +266,7 @@ class _Scan:
 
     chunks: list[Piece] = field(default_factory=list)
     spans: list[tuple[int, int]] = field(default_factory=list)  # each chunk's first, last file
+    firsts: list[pl.DataFrame] = field(default_factory=list)  # each chunk's first row
     keys: list[pl.DataFrame] = field(default_factory=list)
     server_args: list[pl.DataFrame] = field(default_factory=list)
     headers: list[pl.DataFrame] = field(default_factory=list)
@@ -274,6 +275,7 @@ class _Scan:
     def add(self, parsed: _Parsed) -> None:
         self.chunks += parsed.pieces
         self.spans += parsed.spans
+        self.firsts += parsed.firsts
         self.keys.append(parsed.keys)
         self.server_args.append(parsed.server_args)
         self.headers.append(parsed.headers)
@@ -313,7 +315,7 @@ def analyze(
         attribution = resolve_keys(merge_key_rows(scan.keys), topology, file_nodes)
         crowded = crowded_headers(_stack(scan.headers), attribution)
         clock = clock_of(scan.first_dated, _median_dated(scan.chunks))
-        runs, tally = _attribute_pass(scan.chunks, scan.spans, attribution, crowded, clock,
+        runs, tally = _attribute_pass(scan.chunks, scan.spans, scan.firsts, attribution, crowded, clock,
                                       clock_offsets, sources, file_nodes, workspace, report)
         contradictions = [*attribution.contradictions, *notes,
                           *_node_mismatches(tally, attribution, file_nodes)]
@@ -406,6 +408,7 @@ class _Parsed:
 
     pieces: list[Piece]
     spans: list[tuple[int, int]]  # each stored chunk's first and last file
+    firsts: list[pl.DataFrame]  # each stored chunk's first row (_AFTER), for the one before
     keys: pl.DataFrame
     server_args: pl.DataFrame
     headers: pl.DataFrame
@@ -421,6 +424,7 @@ def _parse_chunk(lines: pl.DataFrame, workspace: Workspace, before: pl.DataFrame
     return _Parsed(
         [workspace.write(p, "parsed") for p in pieces],
         [_span(p) for p in pieces],
+        [compact(p.head(1).select(_AFTER)) for p in pieces],
         compact(key_rows(parsed)),
         compact(parsed.filter(pl.col("server_args").fill_null(False))
                 .select("file_id", "line", pl.coalesce("msg", "text").alias("text"))),
@@ -467,7 +471,7 @@ def _median_dated(chunks: list[Piece]) -> Any:
             .select(pl.col("ts").median()).collect(engine="streaming").item())
 
 
-def _attribute_pass(chunks: list[Piece], spans: list[tuple[int, int]],
+def _attribute_pass(chunks: list[Piece], spans: list[tuple[int, int]], firsts: list[pl.DataFrame],
                     attribution: Attribution, crowded: pl.DataFrame, clock: Clock,
                     clock_offsets: dict[str, float] | None, sources: list[Source],
                     file_nodes: dict[int, int], workspace: Workspace, report: Progress
@@ -481,9 +485,8 @@ def _attribute_pass(chunks: list[Piece], spans: list[tuple[int, int]],
     same as one pass over all chunks would give."""
     step = _Step(chunks, attribution, crowded, clock, clock_offsets, _file_names(sources),
                  file_nodes, workspace, piece_rows(min(len(chunks), len(sources))), report)
+    step.firsts = firsts
     report("attributing", 0, len(chunks))
-    # (the first line of each run of chunks, read before another may let it go)
-    step.firsts = {linked.start: _first_row(chunks[linked.start]) for linked in _linked(spans)}
     with ThreadPoolExecutor(max_workers=WORKERS) as pool:
         parts = [f.result() for f in [pool.submit(step.linked, linked)
                                       for linked in _linked(spans)]]
@@ -510,7 +513,7 @@ class _Step:
     report: Progress
     done: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
-    firsts: dict[int, pl.DataFrame] = field(default_factory=dict)
+    firsts: list[pl.DataFrame] = field(default_factory=list)  # each chunk's first row
 
     def linked(self, indices: range) -> tuple[list[Run], Tally]:
         """Attribute chunks that carry state one to the next; reading the next chunk and
@@ -541,8 +544,7 @@ class _Step:
                 first_file = int(chunk["file_id"][0])
                 if ghost is not None and int(ghost["file_id"][0]) != first_file:
                     ghost = None
-                after = _after(chunk, None if not more else self.firsts.get(index + 1)
-                               if index + 1 not in indices else _first_row(chunks[index + 1]))
+                after = _after(chunk, self.firsts[index + 1] if more else None)
                 chunk = chunk.with_columns(_before_warn=_blank_before_warn(chunk, after))
                 attributed = attribute(chunk, self.attribution, self.crowded, ghost)
                 ghost = next_ghost(chunk, ghost, attributed)
@@ -609,13 +611,9 @@ def _write(workspace: Workspace, frame: pl.DataFrame, runs: list[Run], tally: Ta
 _AFTER = ["file_id", "line", "part", "starts_record", "text"]
 
 
-def _first_row(chunk: Piece) -> pl.DataFrame:
-    return chunk.read(_AFTER, n_rows=1)
-
-
 def _after(frame: pl.DataFrame, first: pl.DataFrame | None) -> pl.DataFrame:
     """The row after each row (file_id, line, part, starts_record, text); `first` (the next
-    chunk's first line, `_first_row`) is the last row's. Rows keep the chunk's order, which
+    chunk's first line, kept by the parse pass) is the last row's. Rows keep the chunk's order, which
     the attribution does not change."""
     after = frame.select(pl.col(_AFTER).shift(-1))
     if first is not None and frame.height and first.height:

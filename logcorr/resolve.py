@@ -908,10 +908,12 @@ def _plain_heads(frame: pl.DataFrame) -> pl.Series:
              & ~_ends_with_colon(m).fill_null(True)
              & ~pl.any_horizontal(m.str.starts_with(s) for s in _REOPEN).fill_null(True)
              & m.str.contains(r"\S").fill_null(False))
-    follows = plain.shift(-1) if _one_stream(frame) else plain.shift(-1).over(_stream_part(frame))
+    p = pl.col("_plain")  # (made a column: the shift below would test every string again)
+    follows = p.shift(-1) if _one_stream(frame) else p.shift(-1).over(_stream_part(frame))
     return (frame.select("starts_record", "_ghost", "_exc", "source", "file_id", "stream",
                          message.alias("_m"))
-            .select((plain & follows.fill_null(False)).alias("_skip")).to_series())
+            .select("file_id", "stream", plain.alias("_plain"))
+            .select((p & follows.fill_null(False)).alias("_skip")).to_series())
 
 
 def _grammar_rows(frame: pl.DataFrame, shared: set[int]) -> pl.DataFrame:
