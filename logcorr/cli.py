@@ -235,8 +235,7 @@ def _print_timeline(console: Console, analysis: Analysis,
         elif fmt == "rich":
             console.print(timeline_table(piece, analysis.topology))
         else:
-            for line in text_lines(piece, analysis.topology):
-                console.out(line, highlight=False)
+            console.file.writelines(f"{line}\n" for line in text_lines(piece, analysis.topology))
 
 
 @contextlib.contextmanager

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 import polars as pl
 import regex
+from rich.cells import cell_len
 from rich.console import Group as RichGroup
 from rich.console import RenderableType
 from rich.table import Table
@@ -171,11 +172,37 @@ def _marker(hidden: int) -> str:
 
 
 def text_lines(frame: pl.DataFrame, topology: Topology | None = None) -> Iterator[str]:
-    """Plain text view: `order ts [process] source file:line | text` per row."""
+    """Plain text view: `order ts [process] source file:line | text` per row, tabs expanded
+    to stops of TAB_CELLS terminal cells (as a terminal, or rich, shows them)."""
     rows = frame.with_columns(tag_expr(topology).alias("_tag")).select(
         "order", "ts", "_tag", "source", "file", "line", "text")
     for order, ts, tag, source, name, line, text in rows.iter_rows():
-        yield inert(f"{order}\t{ts or '-'}\t[{tag}]\t{source}\t{name}:{line}\t| {text or ''}")
+        yield expand_tabs(
+            inert(f"{order}\t{ts or '-'}\t[{tag}]\t{source}\t{name}:{line}\t| {text or ''}"))
+
+
+TAB_CELLS = 8
+
+
+def expand_tabs(line: str) -> str:
+    """`line` with each tab turned into the spaces up to the next tab stop, counted in
+    terminal cells (a wide character takes two).
+
+    >>> expand_tabs("12\\tab\\t|")
+    '12      ab      |'
+    """
+    if "\t" not in line:
+        return line
+    *parts, last = line.split("\t")
+    out = []
+    cells = 0
+    for part in parts:
+        cells += cell_len(part)
+        pad = TAB_CELLS - cells % TAB_CELLS
+        out.append(part + " " * pad)
+        cells += pad
+    out.append(last)
+    return "".join(out)
 
 
 _SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}

@@ -16,10 +16,13 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from rich.console import Console
 from test_robustness import expected_lines, run_cli
 
 from logcorr.cli import main
-from logcorr.render_timeline import inert
+from logcorr.render_timeline import expand_tabs, inert
 
 MARKUP = ("[bold]loud[/bold]", "[/tmp/x]", "[link=https://evil.example]click[/link]", "[red]")
 HOSTILE = {
@@ -138,3 +141,16 @@ class TestMachineFormats:
         else:
             rows = pl.read_parquet(target).to_dicts()
         assert self._by_file(rows) == self._expected(logs)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(["a", " ", "\t", "\u4e2d", "\u00e9", "e\u0301", "\U0001f642",
+                                 "\u200b", "\uff8a", "x" * 9, "|"]), max_size=40).map("".join))
+def test_plain_view_lines_are_what_rich_printed(line: str) -> None:
+    """The plain view writes its lines itself (rich's per-line rendering cost ~0.3 ms a line);
+    what it writes is what rich's `Console.out` printed: tabs to stops of 8 cells, wide
+    characters counting two, nothing else changed."""
+    buffer = io.StringIO()
+    Console(file=buffer, soft_wrap=True, highlight=False, force_terminal=False,
+            width=160).out(line, highlight=False)
+    assert expand_tabs(line) + "\n" == buffer.getvalue()
