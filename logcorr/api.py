@@ -548,10 +548,7 @@ class _Step:
                 chunk = chunk.with_columns(_before_warn=_blank_before_warn(chunk, after))
                 attributed = attribute(chunk, self.attribution, self.crowded, ghost)
                 ghost = next_ghost(chunk, ghost, attributed)
-                # (the resolver's working columns end here: not copied by the filter)
-                real = ~attributed.get_column("_ghost")
-                attributed = attributed.select(
-                    c for c in attributed.columns if not c.startswith("_")).filter(real)
+                attributed = _real_rows(attributed)
                 if pending is not None and int(pending["file_id"][0]) != first_file:
                     write(pending)  # its file ended without a time
                     pending = None
@@ -573,6 +570,17 @@ class _Step:
             for future in written:
                 future.result()
         return runs, tally
+
+
+def _real_rows(attributed: pl.DataFrame) -> pl.DataFrame:
+    """The chunk's own rows (not the carried ghosts, which stand in front of them), without
+    the resolver's working columns."""
+    ghost = attributed.get_column("_ghost")
+    ghosts = int(ghost.sum())
+    own = attributed.select(c for c in attributed.columns if not c.startswith("_"))
+    if ghost.head(ghosts).all():  # (a slice: no copy of the chunk)
+        return own.slice(ghosts)
+    return own.filter(~ghost)
 
 
 def _release(pending: pl.DataFrame, frame: pl.DataFrame) -> pl.DataFrame:

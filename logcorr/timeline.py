@@ -72,9 +72,10 @@ def first_dated_rows(parsed: pl.DataFrame) -> pl.DataFrame:
     (a zone offset, so rounded to a quarter hour)."""
     own = pl.col("ts") - _wrapper_utc()
     seconds = (own.dt.total_seconds() / _QUARTER_HOUR).round() * _QUARTER_HOUR
-    return (parsed.filter(fully_dated()).group_by("file_id", maintain_order=True)
+    # (lazy: the filter copies only the columns read, not the chunk)
+    return (parsed.lazy().filter(fully_dated()).group_by("file_id", maintain_order=True)
             .agg(pl.col("ts").first().alias("_first"),
-                 seconds.cast(pl.Int64).drop_nulls().first().alias("_wofs")))
+                 seconds.cast(pl.Int64).drop_nulls().first().alias("_wofs")).collect())
 
 
 def clock_of(first_dated: list[pl.DataFrame], overall: datetime | None) -> Clock:
