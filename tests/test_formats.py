@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from logcorr.formats import parse
+from logcorr.formats._common import on_rows
 from logcorr.model import PARSED_SCHEMA
 
 
@@ -731,3 +732,23 @@ class TestTotality:
         out = parse(lines)
         joined = out.group_by("line", maintain_order=True).agg(pl.col("text").str.join(""))
         assert joined.get_column("text").to_list() == lines.get_column("text").to_list()
+
+
+def test_a_pattern_on_some_rows_is_the_pattern_where_a_when_keeps_them() -> None:
+    """`on_rows` (the test run on the gathered rows) answers as `when(rows).then(text)` with
+    the test: null where the rows are false or null, the test's value (null included) where
+    true."""
+    text = pl.Series("text", [
+        "[2026-11-29 10:00:00] server_args=ServerArgs(tp_size=8)",
+        "[2026-11-29 10:00:00 TP0] Pyspy dump for PID 61:",
+        None,
+        "[2026-11-29 10:00:00 TP1] Decode batch. #running-req: 3",
+        "[2026-11-29 10:00:00] The server is fired up and ready to roll!",
+    ])
+    for mask in ([True, True, True, True, True], [False, True, None, False, True],
+                 [False] * 5, [None, True, True, None, False]):
+        rows = pl.Series(mask, dtype=pl.Boolean)
+        for test, dtype in ((lambda m: m.str.contains(r"server_args=|fired up"), pl.Boolean()),
+                            (lambda m: m.str.extract(r"PID (\d+)", 1).cast(pl.Int64), pl.Int64())):
+            expected = pl.select(test(pl.when(pl.lit(rows)).then(pl.lit(text)))).to_series()
+            assert on_rows(text, rows, test, dtype).to_list() == expected.to_list()

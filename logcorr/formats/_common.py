@@ -75,6 +75,22 @@ def finalize(df: pl.DataFrame) -> pl.DataFrame:
     )
 
 
+def on_rows(values: pl.Series, rows: pl.Series, test: Callable[[pl.Expr], pl.Expr],
+            dtype: pl.DataType) -> pl.Series:
+    """`test` of `values` where `rows` holds, null elsewhere, computed on those rows only.
+
+    For a few rows of many this is the cheap form of `pl.when(rows).then(values)` followed by
+    a string pattern: polars runs the pattern over every value of the column, also where the
+    `when` made it null (192k SGLang lines: 27 ms for a pattern on 4 of them, as on all).
+    """
+    at = rows.fill_null(False).arg_true()
+    out = pl.Series(values.name, [None], dtype=dtype).new_from_index(0, values.len())
+    if at.len() == 0:
+        return out
+    found = values.gather(at).to_frame("v").select(test(pl.col("v")).cast(dtype)).to_series()
+    return out.scatter(at, found)
+
+
 def per_distinct(values: pl.Series, table: Callable[[pl.Series], pl.DataFrame]) -> pl.DataFrame:
     """`table` computed once per distinct value of `values`, then one row per value.
 

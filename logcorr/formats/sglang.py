@@ -24,6 +24,7 @@ from logcorr.formats._common import (
     RANK_TOKEN,
     as_int,
     datetime_from,
+    on_rows,
     per_distinct,
 )
 
@@ -82,11 +83,17 @@ def fast_rows(text: pl.Series) -> pl.DataFrame:
     df = pl.concat([cut.select("text"), stamps, tails], how="horizontal")
     ok = pl.col("_ts").is_not_null() & pl.col("_ok").fill_null(False)
     df = df.with_columns(_ok=ok, _ranked=ok & pl.col("_ranked"))
-    ranked = pl.when(pl.col("_ranked")).then(t)
-    unranked = pl.when(pl.col("_ok") & ~pl.col("_ranked")).then(t)
-    main = unranked.str.contains(_MAIN_PROOF)
-    pyspy = ranked.str.contains(_PYSPY_HINT)
-    dumped = as_int(pl.when(pyspy).then(ranked).str.extract(_PYSPY, 1), pl.Int64())
+    # the message tests run on the rows they concern, gathered (see `on_rows`): a role's
+    # proof on the lines without rank tokens, the py-spy dump on lines naming py-spy
+    rows = df.select(unranked=pl.col("_ok") & ~pl.col("_ranked"),
+                     hinted=pl.col("_ranked") & t.str.contains("yspy", literal=True))
+    unranked = rows.get_column("unranked")
+    main = on_rows(text, unranked, lambda m: m.str.contains(_MAIN_PROOF), pl.Boolean())
+    server_args = on_rows(text, unranked, lambda m: pl.when(
+        m.str.contains(_MAIN_PROOF) & m.str.contains(_SERVER_ARGS)).then(True), pl.Boolean())
+    dumped = on_rows(text, rows.get_column("hinted"), lambda m: as_int(
+        pl.when(m.str.contains(_PYSPY_HINT)).then(m).str.extract(_PYSPY, 1), pl.Int64()),
+        pl.Int64())
     when = pl.when(pl.col("_ok"))
     return df.select(
         "_ok",
@@ -96,10 +103,10 @@ def fast_rows(text: pl.Series) -> pl.DataFrame:
           for name in ("ts_has_date", "ts_has_year", "starts_record")),
         pl.when(pl.col("_ranked")).then(pl.lit("scheduler"))
         .when(pl.col("_ok") & pl.col("_encoder")).then(pl.lit("encoder"))
-        .when(main).then(pl.lit("main")).alias("role"),
-        pl.when(main & unranked.str.contains(_SERVER_ARGS)).then(True).alias("server_args"),
-        dumped.alias("link_pid"),
-        dumped.alias("pid"),
+        .when(pl.lit(main)).then(pl.lit("main")).alias("role"),
+        pl.lit(server_args).alias("server_args"),
+        pl.lit(dumped).alias("link_pid"),
+        pl.lit(dumped).alias("pid"),
         *(when.then(pl.col(name)).alias(name) for name in _RANK_KEYS),
     )
 
