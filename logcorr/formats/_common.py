@@ -83,12 +83,19 @@ def on_rows(values: pl.Series, rows: pl.Series, test: Callable[[pl.Expr], pl.Exp
     a string pattern: polars runs the pattern over every value of the column, also where the
     `when` made it null (192k SGLang lines: 27 ms for a pattern on 4 of them, as on all).
     """
+    test_of = test(pl.col(values.name)).cast(dtype)
+    return fields_on_rows(values.to_frame(), rows, [test_of]).to_series()
+
+
+def fields_on_rows(frame: pl.DataFrame, rows: pl.Series, fields: list[pl.Expr]
+                   ) -> pl.DataFrame:
+    """`frame.select(fields)` where `rows` holds, null elsewhere, computed on those rows only
+    (see `on_rows`)."""
     at = rows.fill_null(False).arg_true()
-    out = pl.Series(values.name, [None], dtype=dtype).new_from_index(0, values.len())
-    if at.len() == 0:
-        return out
-    found = values.gather(at).to_frame("v").select(test(pl.col("v")).cast(dtype)).to_series()
-    return out.scatter(at, found)
+    found = frame[at].select(fields)
+    return pl.DataFrame([
+        pl.Series(c.name, [None], dtype=c.dtype).new_from_index(0, frame.height).scatter(at, c)
+        for c in found.get_columns()])
 
 
 def per_distinct(values: pl.Series, table: Callable[[pl.Series], pl.DataFrame]) -> pl.DataFrame:
