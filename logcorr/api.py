@@ -315,8 +315,9 @@ def analyze(
         attribution = resolve_keys(merge_key_rows(scan.keys), topology, file_nodes)
         crowded = crowded_headers(_stack(scan.headers), attribution)
         clock = clock_of(scan.first_dated, _median_dated(scan.chunks))
-        runs, tally = _attribute_pass(scan.chunks, scan.spans, scan.firsts, attribution, crowded, clock,
-                                      clock_offsets, sources, file_nodes, workspace, report)
+        runs, tally = _attribute_pass(scan.chunks, scan.spans, scan.firsts, attribution,
+                                      crowded, clock, clock_offsets, sources, file_nodes,
+                                      workspace, report)
         contradictions = [*attribution.contradictions, *notes,
                           *_node_mismatches(tally, attribution, file_nodes)]
         contradictions = [_name_file(c, sources) for c in contradictions]
@@ -471,8 +472,8 @@ def _median_dated(chunks: list[Piece]) -> Any:
             .select(pl.col("ts").median()).collect(engine="streaming").item())
 
 
-def _attribute_pass(chunks: list[Piece], spans: list[tuple[int, int]], firsts: list[pl.DataFrame],
-                    attribution: Attribution, crowded: pl.DataFrame, clock: Clock,
+def _attribute_pass(chunks: list[Piece], spans: list[tuple[int, int]],
+                    firsts: list[pl.DataFrame], attribution: Attribution, crowded: pl.DataFrame, clock: Clock,
                     clock_offsets: dict[str, float] | None, sources: list[Source],
                     file_nodes: dict[int, int], workspace: Workspace, report: Progress
                     ) -> tuple[list[Run], Tally]:
@@ -484,8 +485,8 @@ def _attribute_pass(chunks: list[Piece], spans: list[tuple[int, int]], firsts: l
     of chunks keeps its own runs and counts, put together in chunk order at the end: the
     same as one pass over all chunks would give."""
     step = _Step(chunks, attribution, crowded, clock, clock_offsets, _file_names(sources),
-                 file_nodes, workspace, piece_rows(min(len(chunks), len(sources))), report)
-    step.firsts = firsts
+                 file_nodes, workspace, piece_rows(min(len(chunks), len(sources))), report,
+                 firsts)
     report("attributing", 0, len(chunks))
     with ThreadPoolExecutor(max_workers=WORKERS) as pool:
         parts = [f.result() for f in [pool.submit(step.linked, linked)
@@ -511,9 +512,9 @@ class _Step:
     workspace: Workspace
     rows: int
     report: Progress
+    firsts: list[pl.DataFrame]  # each chunk's first row (`_AFTER`)
     done: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
-    firsts: list[pl.DataFrame] = field(default_factory=list)  # each chunk's first row
 
     def linked(self, indices: range) -> tuple[list[Run], Tally]:
         """Attribute chunks that carry state one to the next; reading the next chunk and
@@ -621,8 +622,8 @@ _AFTER = ["file_id", "line", "part", "starts_record", "text"]
 
 def _after(frame: pl.DataFrame, first: pl.DataFrame | None) -> pl.DataFrame:
     """The row after each row (file_id, line, part, starts_record, text); `first` (the next
-    chunk's first line, kept by the parse pass) is the last row's. Rows keep the chunk's order, which
-    the attribution does not change."""
+    chunk's first line, kept by the parse pass) is the last row's. Rows keep the chunk's
+    order, which the attribution does not change."""
     after = frame.select(pl.col(_AFTER).shift(-1))
     if first is not None and frame.height and first.height:
         after = pl.concat([after.head(frame.height - 1), first], how="vertical_relaxed",
