@@ -921,18 +921,21 @@ def _plain_heads(frame: pl.DataFrame) -> pl.Series:
     that may carry C++ frames, not blank, not `During handling …`), carried from no previous
     chunk, and followed in its stream by another such row (so it is neither the header the
     next lines stand under nor its stream's last row)."""
-    message = pl.coalesce("msg", "text") if "msg" in frame.columns else pl.col("text")
+    wrapped = "msg" in frame.columns and frame.get_column("msg").null_count() < frame.height
+    message = pl.coalesce("msg", "text") if wrapped else pl.col("text")
     m = pl.col("_m")  # (the coalesce is as dear as a string test: made once)
+    stripped = pl.col("_stripped")  # (read by two tests: made once)
     plain = (pl.col("starts_record").fill_null(False) & ~pl.col("_ghost")
              & ~pl.col("_exc").fill_null(False)
              & ~pl.col("source").is_in([*_RAW_SOURCES, "torch", "glog"]).fill_null(False)
-             & ~_ends_with_colon(m).fill_null(True)
+             & ~_ends_with_colon(m, stripped).fill_null(True)
              & ~pl.any_horizontal(m.str.starts_with(s) for s in _REOPEN).fill_null(True)
-             & m.str.contains(r"\S").fill_null(False))
+             & (stripped.str.len_bytes() > 0).fill_null(False))  # (not blank: `\S`)
     p = pl.col("_plain")  # (made a column: the shift below would test every string again)
     follows = p.shift(-1) if _one_stream(frame) else p.shift(-1).over(_stream_part(frame))
     return (frame.select("starts_record", "_ghost", "_exc", "source", "file_id", "stream",
                          message.alias("_m"))
+            .with_columns(m.str.strip_chars_end().alias("_stripped"))
             .select("file_id", "stream", plain.alias("_plain"))
             .select((p & follows.fill_null(False)).alias("_skip")).to_series())
 
@@ -1117,11 +1120,13 @@ def _where(condition: pl.Expr, text: pl.Expr) -> pl.Expr:
     return pl.when(condition.fill_null(False)).then(text)
 
 
-def _ends_with_colon(text: pl.Expr) -> pl.Expr:
-    """The text ends with `:` (trailing blanks aside)."""
-    padded = text.str.ends_with(" ") | text.str.ends_with("\t") | text.str.ends_with("\r")
-    return (text.str.ends_with(":")
-            | _where(padded, text).str.contains(r":\s*$").fill_null(False))
+def _ends_with_colon(text: pl.Expr, stripped: pl.Expr | None = None) -> pl.Expr:
+    """The text ends with `:`, or with `:` then whitespace ending in a space, tab or CR
+    (`stripped`: the text without its trailing whitespace, when made already): what a
+    pattern for `:` and trailing whitespace says on the lines ending in a blank, in two
+    passes over the text instead of five."""
+    stripped = text.str.strip_chars_end() if stripped is None else stripped
+    return stripped.str.ends_with(":") & text.str.tail(1).is_in([":", " ", "\t", "\r"])
 
 
 def _hard_wrapped() -> pl.Expr:
