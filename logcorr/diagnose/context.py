@@ -13,6 +13,7 @@ import polars as pl
 import regex
 
 from logcorr.formats import python
+from logcorr.formats._common import on_rows
 from logcorr.formats.torch import COUNTERS, WORK
 from logcorr.model import COORDINATES
 from logcorr.topology import Topology
@@ -261,7 +262,11 @@ def event_rows(frame: pl.DataFrame) -> pl.DataFrame:
         frame = frame.with_columns(pl.lit(None, pl.String).alias("_next"))
     if "stream" not in frame.columns:  # (the wrapper stream a line came through, when known)
         frame = frame.with_columns(pl.lit(None, pl.String).alias("stream"))
-    other = (pl.col("text").str.contains(CHILD_DIED) | pl.col("text").str.contains(GLOG_FATAL)
+    # (a pattern runs on the rows holding its literal: a pattern over every line costs more)
+    lines = frame.get_column("text")
+    child = on_rows(lines, lines.str.contains("Process ", literal=True), _child_died,
+                    pl.Boolean())
+    other = (pl.lit(child).fill_null(False) | pl.col("text").str.contains(GLOG_FATAL)
              | pl.col("comm_id").is_not_null() | pl.col("torch_rank").is_not_null())
     if wrapped:
         other |= pl.col("msg").str.contains(CHILD_DIED).fill_null(False)
@@ -270,10 +275,9 @@ def event_rows(frame: pl.DataFrame) -> pl.DataFrame:
     # line goes on with it (`_next`): the seam of the two (each side as long as the longest
     # stem) is read, and a line whose seam holds a stem is read as the two joined.
     marked = frame.with_columns(_stem=pl.col("text").str.contains(_STEMS), _other=other)
-    candidate = (~pl.col("_stem") & pl.col("_next").is_not_null()
-                 & ((pl.col("text").str.len_bytes() >= _WRAP_MIN)
-                    | pl.col("text").str.ends_with("\\")))
-    marked = marked.with_columns(_cand=candidate)
+    followed = marked.select(~pl.col("_stem") & pl.col("_next").is_not_null()).to_series()
+    candidate = on_rows(lines, followed, _may_be_cut, pl.Boolean()).fill_null(False)
+    marked = marked.with_columns(candidate.alias("_cand"))
     hits = marked.filter(~pl.col("_cand") & (pl.col("_stem") | pl.col("_other")))
     if wrapped:
         hits = hits.with_columns(pl.coalesce("msg", "text").alias("text"))
@@ -288,6 +292,15 @@ def event_rows(frame: pl.DataFrame) -> pl.DataFrame:
             .drop("_seam")])
     return hits.select(pl.col(name).cast(dtype) if name in hits.columns
                        else pl.lit(None, dtype).alias(name) for name, dtype in _EVENT_SCHEMA.items())
+
+
+def _child_died(text: pl.Expr) -> pl.Expr:
+    return text.str.contains(CHILD_DIED)
+
+
+def _may_be_cut(text: pl.Expr) -> pl.Expr:
+    """A line a hard wrap or a `\\` may have cut a stem of."""
+    return (text.str.len_bytes() >= _WRAP_MIN) | text.str.ends_with("\\")
 
 
 def merge_people(parts: list[pl.DataFrame]) -> dict[int, dict[str, Any]]:
