@@ -122,15 +122,14 @@ def complete_timestamps(frame: pl.DataFrame, clock: Clock, carry: Carry | None =
 
     The reference of a partial stamp is the latest fully dated line above it in its file
     (`carry` holds it across chunks), else the file's first, else the set's median."""
-    full = fully_dated()
+    frame = frame.with_columns(fully_dated().alias("_full"))  # (read five times: made once)
+    full = pl.col("_full")
     dated = pl.when(full).then(pl.col("ts"))
-    of_file = frame.select("file_id").join(clock.first_dated, on="file_id", how="left",
-                                           maintain_order="left")
-    firsts = of_file.get_column("_first")
+    of_file = _of_file(frame, clock)
     # (a collector's zoned time on the line itself gives at least the year, whatever the zone)
     reference = pl.coalesce(dated.forward_fill().over("file_id"),
-                            _carried(carry, carry.last_dated if carry else None), pl.lit(firsts),
-                            _wrapper_utc())
+                            _carried(carry, carry.last_dated if carry else None),
+                            of_file["_first"], _wrapper_utc())
     if clock.overall is not None:
         reference = reference.fill_null(pl.lit(clock.overall, pl.Datetime("us")))
     frame = frame.with_columns(reference.alias("_ref"))
@@ -165,7 +164,8 @@ def complete_timestamps(frame: pl.DataFrame, clock: Clock, carry: Carry | None =
     note = frame.select(pl.when(written_out).then(pl.lit(OUT_OF_CALENDAR)).alias("ts_note")
                         ).to_series()
     if partial.any():
-        guessed = frame.select("ts", "ts_has_date", "ts_has_year", "_ref").filter(partial)
+        guessed = frame.select("ts", "ts_has_date", "ts_has_year", "_ref", "_full"
+                               ).filter(partial)
         filled = guessed.select(
             in_calendar(ts_full).alias("ts_full"),
             pl.when(ts_full.is_not_null() & ~in_calendar(ts_full).is_not_null())
@@ -177,10 +177,10 @@ def complete_timestamps(frame: pl.DataFrame, clock: Clock, carry: Carry | None =
         column = column.scatter(at, filled.get_column("ts_full"))
         note = note.scatter(at, filled.get_column("ts_note"))
     if frame.get_column("wrap_ts").null_count() < frame.height:
-        offset = of_file.get_column("_wofs").cast(pl.Int64)
+        offset = of_file["_wofs"].cast(pl.Int64)
         if clock.wrap_default is not None:
             offset = offset.fill_null(int(clock.wrap_default.total_seconds()))
-        local = frame.select(_wrapper_utc() + (pl.lit(offset) * 1_000_000).cast(
+        local = frame.select(_wrapper_utc() + (offset * 1_000_000).cast(
             pl.Duration("us"))).to_series()
         both = pl.DataFrame([column, note, local.alias("_local")]).select(
             pl.coalesce("ts_full", in_calendar(pl.col("_local"))).alias("ts_full"),
@@ -189,7 +189,20 @@ def complete_timestamps(frame: pl.DataFrame, clock: Clock, carry: Carry | None =
             .when(pl.col("ts_full").is_null() & in_calendar(pl.col("_local")).is_null())
             .then(pl.col("ts_note")).alias("ts_note"))
         column, note = both.get_column("ts_full"), both.get_column("ts_note")
-    return frame.with_columns(column, note.alias("ts_note")).drop("_ref")
+    return frame.with_columns(column, note.alias("ts_note")).drop("_ref", "_full")
+
+
+def _of_file(frame: pl.DataFrame, clock: Clock) -> dict[str, pl.Expr]:
+    """The clock's `_first` and `_wofs` of each row's file: one value when the chunk holds one
+    file (its rows are in file order), else a column joined on the file."""
+    files = frame.get_column("file_id")
+    if files.len() and files[0] == files[-1]:
+        mine = clock.first_dated.filter(pl.col("file_id") == files[0])
+        return {c: pl.lit(mine.get_column(c)[0] if mine.height else None, dtype)
+                for c, dtype in (("_first", pl.Datetime("us")), ("_wofs", pl.Int64()))}
+    joined = frame.select("file_id").join(clock.first_dated, on="file_id", how="left",
+                                          maintain_order="left")
+    return {c: pl.lit(joined.get_column(c)) for c in ("_first", "_wofs")}
 
 
 def sort_key(frame: pl.DataFrame, clock_offsets: dict[str, float] | None = None,
