@@ -302,17 +302,25 @@ def next_ghost(chunk: pl.DataFrame, ghost: pl.DataFrame | None, attributed: pl.D
     records, whether they interleave) and of each record (its process so far)."""
     if attributed.height == 0:
         return ghost
-    last_file = attributed.get_column("file_id")[-1]
+    files = attributed.get_column("file_id")
+    # (the last file's rows: the rows are in file order, so a slice, not a filtered copy)
+    start = 0 if files[0] == files[-1] else int(files.search_sorted(files[-1], side="left"))
     mine = (attributed.select(pl.int_range(pl.len(), dtype=pl.UInt32).alias("_at"), "file_id",
                               "stream", "starts_record", "_bh", "_act", "_catf",
                               *(f"_last_{g}" for g in _RAW_GRAMMARS),
                               *(f"_c_{g}" for g in (*_RAW_GRAMMARS, "at")),
                               *(f"_x_{g}" for g in _RAW_GRAMMARS))
-            .filter(pl.col("file_id") == last_file))
-    ends = mine.group_by("stream").agg(pl.all().last())
+            .slice(start))
     heads = {int(attributed.get_column("_file_head")[-1])}
-    heads |= set(mine.filter(pl.col("starts_record").fill_null(False)).group_by("stream")
-                 .agg(pl.col("_at").max()).get_column("_at").to_list())
+    started = pl.col("starts_record").fill_null(False)
+    if mine.get_column("stream").null_count() == mine.height:  # one stream: its last rows
+        ends = mine.tail(1)
+        heads |= set(mine.get_column("_at").filter(mine.select(started).to_series())
+                     .tail(1).to_list())
+    else:
+        ends = mine.group_by("stream").agg(pl.all().last())
+        heads |= set(mine.filter(started).group_by("stream").agg(pl.col("_at").max())
+                     .get_column("_at").to_list())
     for column in ("_bh", *(f"_last_{g}" for g in _RAW_GRAMMARS)):
         heads |= {int(v) for v in ends.get_column(column).drop_nulls().to_list()}
     at = pl.Series("_at", sorted(heads), dtype=pl.UInt32)
