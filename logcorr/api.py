@@ -805,10 +805,12 @@ def _contract(frame: pl.DataFrame, attribution: Attribution, names: pl.DataFrame
     procs = attribution.processes.select("proc", *COORDINATES)
     node_of_file = pl.DataFrame({"file_id": list(file_nodes), "file_node": list(file_nodes.values())},
                                 schema={"file_id": pl.UInt32, "file_node": pl.Int32})
-    by_proc = frame.select("proc").join(procs, on="proc", how="left", maintain_order="left")
-    by_file = (frame.select("file_id").join(names, on="file_id", how="left", maintain_order="left")
-               .join(node_of_file, on="file_id", how="left", maintain_order="left"))
-    frame = frame.with_columns(*by_proc.drop("proc"), *by_file.drop("file_id"),
+    by_file = (_one_file(frame, names)
+               .join(node_of_file, on="file_id", how="left", maintain_order="left")
+               .drop("file_id"))
+    frame = frame.with_columns(*_by_proc(frame.get_column("proc"), procs),
+                               *(pl.lit(c.item(), c.dtype).alias(c.name) if by_file.height == 1
+                                 else c for c in by_file.get_columns()),
                                ts_text(frame.get_column("ts_full")), time_key())
     # a line of a process the topology puts on another node than its file's server_args line
     # says: the node (and so the GPU) is contradicted, the process is not
@@ -826,6 +828,29 @@ def _contract(frame: pl.DataFrame, attribution: Attribution, names: pl.DataFrame
     )
     return frame.select(*(pl.col(name).cast(dtype) for name, dtype in TIMELINE_SCHEMA.items()
                           if name != "order"), *_CHUNK_COLUMNS, "_sk")
+
+
+def _by_proc(procs: pl.Series, table: pl.DataFrame) -> list[pl.Series]:
+    """The columns of `table` (proc -> coordinates) for each row's process: gathered by proc
+    id, which is the table's row number (a join where some id is not)."""
+    ids = table.get_column("proc")
+    top = procs.max()
+    dense = ids.to_list() == list(range(ids.len()))
+    if dense and (top is None or int(top) < ids.len()):  # type: ignore[arg-type]
+        return table.drop("proc")[procs].get_columns()
+    return (procs.to_frame().join(table, on="proc", how="left", maintain_order="left")
+            .drop("proc").get_columns())
+
+
+def _one_file(frame: pl.DataFrame, names: pl.DataFrame) -> pl.DataFrame:
+    """(file_id, file) of each row; one row when the chunk holds one file (rows are in file
+    order)."""
+    files = frame.get_column("file_id")
+    if files.len() and files[0] == files[-1]:
+        mine = names.filter(pl.col("file_id") == files[0])
+        if mine.height == 1:
+            return mine
+    return files.to_frame().join(names, on="file_id", how="left", maintain_order="left")
 
 
 def _name_file(contradiction: dict[str, object], sources: list[Source]) -> dict[str, object]:
