@@ -61,8 +61,9 @@ def split(df: pl.DataFrame, hosts: pl.Series | None = None) -> pl.DataFrame:
     )
     if "_json" in df.columns:  # a Docker json-file line: the parts' texts could not make up
         maybe &= ~pl.col("_json").fill_null(False)  # the line read, so it stays whole
-    single = df.filter(~maybe).with_columns(part=pl.lit(0, pl.UInt16), _frag=pl.lit(False))
-    multi = df.filter(maybe)
+    glued = df.select(maybe.fill_null(False)).to_series()  # (tested once: read twice)
+    single = df.filter(~glued).with_columns(part=pl.lit(0, pl.UInt16), _frag=pl.lit(False))
+    multi = df.filter(glued)
     if multi.height == 0:
         return single
     starts = df.select(body.str.extract(_NCCL_HOST_AT_START, 1)).to_series()  # line starts
