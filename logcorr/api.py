@@ -79,6 +79,7 @@ from logcorr.timeline import (
     Clock,
     clock_of,
     complete_timestamps,
+    file_values,
     first_dated_rows,
     fully_dated,
     next_carry,
@@ -805,12 +806,10 @@ def _contract(frame: pl.DataFrame, attribution: Attribution, names: pl.DataFrame
     procs = attribution.processes.select("proc", *COORDINATES)
     node_of_file = pl.DataFrame({"file_id": list(file_nodes), "file_node": list(file_nodes.values())},
                                 schema={"file_id": pl.UInt32, "file_node": pl.Int32})
-    by_file = (_one_file(frame, names)
-               .join(node_of_file, on="file_id", how="left", maintain_order="left")
-               .drop("file_id"))
+    of_file = file_values(frame.get_column("file_id"),
+                          names.join(node_of_file, on="file_id", how="left"))
     frame = frame.with_columns(*_by_proc(frame.get_column("proc"), procs),
-                               *(pl.lit(c.item(), c.dtype).alias(c.name) if by_file.height == 1
-                                 else c for c in by_file.get_columns()),
+                               *(value.alias(name) for name, value in of_file.items()),
                                ts_text(frame.get_column("ts_full")), time_key())
     # a line of a process the topology puts on another node than its file's server_args line
     # says: the node (and so the GPU) is contradicted, the process is not
@@ -840,17 +839,6 @@ def _by_proc(procs: pl.Series, table: pl.DataFrame) -> list[pl.Series]:
         return table.drop("proc")[procs].get_columns()
     return (procs.to_frame().join(table, on="proc", how="left", maintain_order="left")
             .drop("proc").get_columns())
-
-
-def _one_file(frame: pl.DataFrame, names: pl.DataFrame) -> pl.DataFrame:
-    """(file_id, file) of each row; one row when the chunk holds one file (rows are in file
-    order)."""
-    files = frame.get_column("file_id")
-    if files.len() and files[0] == files[-1]:
-        mine = names.filter(pl.col("file_id") == files[0])
-        if mine.height == 1:
-            return mine
-    return files.to_frame().join(names, on="file_id", how="left", maintain_order="left")
 
 
 def _name_file(contradiction: dict[str, object], sources: list[Source]) -> dict[str, object]:

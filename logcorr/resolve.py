@@ -1130,9 +1130,9 @@ def _where(condition: pl.Expr, text: pl.Expr) -> pl.Expr:
 
 def _ends_with_colon(text: pl.Expr, stripped: pl.Expr | None = None) -> pl.Expr:
     """The text ends with `:`, or with `:` then whitespace ending in a space, tab or CR
-    (`stripped`: the text without its trailing whitespace, when made already): what a
-    pattern for `:` and trailing whitespace says on the lines ending in a blank, in two
-    passes over the text instead of five."""
+    (`stripped`: the text without its trailing whitespace, when made already): what the
+    pattern `:` then whitespace to the end says of a line ending in a blank, in two passes
+    over the text."""
     stripped = text.str.strip_chars_end() if stripped is None else stripped
     return stripped.str.ends_with(":") & text.str.tail(1).is_in([":", " ", "\t", "\r"])
 

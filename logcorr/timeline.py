@@ -125,7 +125,7 @@ def complete_timestamps(frame: pl.DataFrame, clock: Clock, carry: Carry | None =
     frame = frame.with_columns(fully_dated().alias("_full"))  # (read five times: made once)
     full = pl.col("_full")
     dated = pl.when(full).then(pl.col("ts"))
-    of_file = _of_file(frame, clock)
+    of_file = file_values(frame.get_column("file_id"), clock.first_dated)
     # (a collector's zoned time on the line itself gives at least the year, whatever the zone)
     reference = pl.coalesce(dated.forward_fill().over("file_id"),
                             _carried(carry, carry.last_dated if carry else None),
@@ -192,17 +192,18 @@ def complete_timestamps(frame: pl.DataFrame, clock: Clock, carry: Carry | None =
     return frame.with_columns(column, note.alias("ts_note")).drop("_ref", "_full")
 
 
-def _of_file(frame: pl.DataFrame, clock: Clock) -> dict[str, pl.Expr]:
-    """The clock's `_first` and `_wofs` of each row's file: one value when the chunk holds one
-    file (its rows are in file order), else a column joined on the file."""
-    files = frame.get_column("file_id")
-    if files.len() and files[0] == files[-1]:
-        mine = clock.first_dated.filter(pl.col("file_id") == files[0])
-        return {c: pl.lit(mine.get_column(c)[0] if mine.height else None, dtype)
-                for c, dtype in (("_first", pl.Datetime("us")), ("_wofs", pl.Int64()))}
-    joined = frame.select("file_id").join(clock.first_dated, on="file_id", how="left",
-                                          maintain_order="left")
-    return {c: pl.lit(joined.get_column(c)) for c in ("_first", "_wofs")}
+def file_values(files: pl.Series, table: pl.DataFrame) -> dict[str, pl.Expr]:
+    """The columns of `table` (one row per `file_id`) for rows of the files `files`: one
+    value each when every row is of one file (most chunks: no join of the chunk's rows),
+    else columns joined on the file."""
+    if files.len() and files.min() == files.max():
+        mine = table.filter(pl.col("file_id") == files[0])
+        if mine.height <= 1:
+            return {c.name: pl.lit(c[0] if c.len() else None, c.dtype)
+                    for c in mine.drop("file_id").get_columns()}
+    joined = files.to_frame("file_id").join(table, on="file_id", how="left",
+                                            maintain_order="left")
+    return {c.name: pl.lit(c) for c in joined.drop("file_id").get_columns()}
 
 
 def sort_key(frame: pl.DataFrame, clock_offsets: dict[str, float] | None = None,

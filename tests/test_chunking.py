@@ -5,6 +5,7 @@ findings as one chunk."""
 from __future__ import annotations
 
 import json
+from datetime import datetime
 from pathlib import Path
 
 import polars as pl
@@ -12,6 +13,7 @@ import pytest
 
 from logcorr import stream
 from logcorr.api import Analysis, analyze
+from logcorr.timeline import file_values
 
 ROOT = Path(__file__).resolve().parent.parent / "fixtures" / "analyze"
 SCENARIOS = sorted(p for p in ROOT.iterdir() if (p / "logs").is_dir())
@@ -258,3 +260,20 @@ def test_sorted_by_key_sorts_only_what_is_out_of_order() -> None:
         swapped = pl.concat([ordered[:i], ordered[i + 1:i + 2], ordered[i:i + 1],
                              ordered[i + 2:]])
         assert stream.sorted_by_key(swapped).equals(ordered)
+
+
+def test_file_values_are_what_a_join_on_the_file_gives() -> None:
+    """`file_values` (one value for a chunk of one file, else a join) gives each row its
+    file's values, nulls for a file the table lacks, whatever the chunk holds."""
+    table = pl.DataFrame({"file_id": [0, 1, 2], "file": ["node0.log", "node1.log", "rank2.log"],
+                          "_first": [datetime(2026, 11, 29, 10), None,
+                                     datetime(2026, 11, 29, 11)]},
+                         schema={"file_id": pl.UInt32, "file": pl.String,
+                                 "_first": pl.Datetime("us")})
+    for ids in ([1, 1, 1], [2], [0, 0, 1, 2, 2], [5, 5], [2, 7], []):
+        files = pl.Series("file_id", ids, dtype=pl.UInt32)
+        rows = files.to_frame()
+        got = rows.with_columns(value.alias(name)
+                                for name, value in file_values(files, table).items())
+        expected = rows.join(table, on="file_id", how="left", maintain_order="left")
+        assert got.equals(expected), ids
