@@ -316,9 +316,10 @@ def analyze(
         attribution = resolve_keys(merge_key_rows(scan.keys), topology, file_nodes)
         crowded = crowded_headers(_stack(scan.headers), attribution)
         clock = clock_of(scan.first_dated, _median_dated(scan.chunks))
-        runs, tally = _attribute_pass(scan.chunks, scan.spans, scan.firsts, attribution,
-                                      crowded, clock, clock_offsets, sources, file_nodes,
-                                      workspace, report)
+        chunks, spans, firsts = scan.chunks, scan.spans, scan.firsts
+        del scan  # (its tables are read: the exception headers grow with the set)
+        runs, tally = _attribute_pass(chunks, spans, firsts, attribution, crowded, clock,
+                                      clock_offsets, sources, file_nodes, workspace, report)
         contradictions = [*attribution.contradictions, *notes,
                           *_node_mismatches(tally, attribution, file_nodes)]
         contradictions = [_name_file(c, sources) for c in contradictions]
