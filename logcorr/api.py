@@ -116,7 +116,9 @@ class Tally:
     file_procs: list[pl.DataFrame] = field(default_factory=list)  # file_id, proc, len, line
     people: list[pl.DataFrame] = field(default_factory=list)
     last: list[pl.DataFrame] = field(default_factory=list)
-    events: list[pl.DataFrame] = field(default_factory=list)
+    # the diagnosis's event rows of each chunk, stored like the chunks (they grow with the
+    # set: kept in memory through the attribution pass, they raised its peak)
+    events: list[Piece] = field(default_factory=list)
     progress: list[pl.DataFrame] = field(default_factory=list)  # proc, ts_full of batch lines
     # lines whose stamp gave no time, by reason; lines cut short at `parts.MAX_PARTS` parts
     notes: dict[str, int] = field(default_factory=dict)
@@ -325,7 +327,7 @@ def analyze(
         contradictions = [_name_file(c, sources) for c in contradictions]
         report("diagnosing", 0, 1)
         context = Context(_lazy_rows(runs), topology, {s.file_id: s.display for s in sources},
-                          merge_people(tally.people), _stack(tally.events),
+                          merge_people(tally.people), _read_all(tally.events, workspace),
                           _last_lines(tally.last), _progress_times(tally.progress))
         findings = diagnose(context, contradictions)
     except BaseException:
@@ -334,6 +336,15 @@ def analyze(
     report("done", 1, 1)
     return Analysis(runs, tally, topology, topology_source, sources, workspace, warnings,
                     contradictions, attribution.host_nodes, findings, skipped=skipped)
+
+
+def _read_all(pieces: list[Piece], workspace: Workspace) -> pl.DataFrame:
+    """The stored pieces one under the other (`_stack`), let go as they are read."""
+    frames = []
+    for piece in pieces:
+        frames.append(piece.read())
+        workspace.release(piece)
+    return _stack(frames)
 
 
 def _stack(frames: list[pl.DataFrame]) -> pl.DataFrame:
@@ -613,7 +624,7 @@ def _write(workspace: Workspace, frame: pl.DataFrame, runs: list[Run], tally: Ta
            file_nodes: dict[int, int], rows: int) -> None:
     frame = sorted_by_key(frame)
     tally.add(frame, list(file_nodes))
-    tally.events.append(compact(event_rows(frame)))
+    tally.events.append(workspace.write(compact(event_rows(frame)), "events"))
     # (`msg`, the message under a wrapper, for the diagnosis's reading of records)
     stored = [c for c in TIMELINE_SCHEMA if c != "order"] + [*DETAIL_COLUMNS, "msg", "_sk"]
     write_run(workspace, frame.select(stored), runs, KEEP_ROWS, rows)
