@@ -36,8 +36,8 @@ from logcorr.ingest import Source, iter_line_chunks
 # Lines attributed at once, whatever the set's size. Each chunk costs about 0.1 CPU-s of
 # queries besides its lines, so chunks are as large as the memory bound allows: peak memory is
 # the working set of two chunks attributed at once with their working columns, 0.6 GB on the
-# 2M-line benchmark set and 0.67 GB on a 4.9 GB set with 12 MB chunks (16 MB: 1.04 GB there;
-# 8 MB: 11% slower on the 2M set).
+# 2M-line benchmark set and 0.67 GB on a 4.9 GB set with 12 MB chunks (16 MB: 1.04 GB there
+# while the event rows were held in memory; 8 MB: 11% slower on the 2M set).
 CHUNK_BYTES = 12 << 20
 MERGE_ROWS = 1 << 17  # rows the merge may buffer over all runs together
 BATCH_ROWS = 1 << 15  # rows the merge emits at most per batch
