@@ -277,3 +277,25 @@ def test_file_values_are_what_a_join_on_the_file_gives() -> None:
                                 for name, value in file_values(files, table).items())
         expected = rows.join(table, on="file_id", how="left", maintain_order="left")
         assert got.equals(expected), ids
+
+
+def test_the_diagnosis_event_rows_spill_with_the_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
+    """What the attribution pass keeps of each chunk for the diagnosis (its event rows: NCCL
+    communicator lines, torch watchdog lines, stems) grows with the set: with everything
+    spilled it goes to disk with the chunks, not into memory, and the findings stay the same."""
+    written: list[tuple[str, bool]] = []
+    write = stream.Workspace.write
+
+    def spy(self: stream.Workspace, frame: pl.DataFrame, stem: str) -> stream.Piece:
+        piece = write(self, frame, stem)
+        written.append((stem, piece.in_memory))
+        return piece
+
+    path = ROOT / "tp16-dpattn8-ep-hang-per-node"
+    held = analyze([path / "logs"], config=path / "args.json")
+    monkeypatch.setattr(stream.Workspace, "write", spy)
+    spilled = analyze([path / "logs"], config=path / "args.json", chunk_bytes=2000,
+                      memory_budget=0)
+    events = [in_memory for stem, in_memory in written if stem == "events"]
+    assert len(events) > 1 and not any(events)
+    assert held.findings and document(spilled) == document(held)
