@@ -37,6 +37,7 @@ from logcorr.diagnose import (
     diagnose,
     event_rows,
     merge_people,
+    thin_events,
 )
 from logcorr.errors import ConfigError
 from logcorr.formats import parse
@@ -102,7 +103,8 @@ PARSE_GROUP = 4  # chunks in a row parsed together (see `_parse_pass`)
 PARSE_BYTES = 40 << 20  # and at most this many bytes of them (peak memory grows with it)
 CONTEXT_LINES = 2  # lines of the previous chunk a chunk's parse may look back at
 KEEP_ROWS = 1000  # rows each run keeps in memory for the terminal's head and tail
-PENDING_ROWS = 1_000_000  # a file's untimed opening rows held back waiting for its first time
+PENDING_ROWS = 1_000_000
+EVENT_ROWS = 200_000  # event rows read before their repeats are cut again  # a file's untimed opening rows held back waiting for its first time
 
 
 @dataclass
@@ -327,7 +329,7 @@ def analyze(
         contradictions = [_name_file(c, sources) for c in contradictions]
         report("diagnosing", 0, 1)
         context = Context(_lazy_rows(runs), topology, {s.file_id: s.display for s in sources},
-                          merge_people(tally.people), _read_all(tally.events, workspace),
+                          merge_people(tally.people), _read_events(tally.events, workspace),
                           _last_lines(tally.last), _progress_times(tally.progress))
         findings = diagnose(context, contradictions)
     except BaseException:
@@ -338,13 +340,20 @@ def analyze(
                     contradictions, attribution.host_nodes, findings, skipped=skipped)
 
 
-def _read_all(pieces: list[Piece], workspace: Workspace) -> pl.DataFrame:
-    """The stored pieces one under the other (`_stack`), let go as they are read."""
-    frames = []
+def _read_events(pieces: list[Piece], workspace: Workspace) -> pl.DataFrame:
+    """The stored event rows one under the other, let go as they are read, their repeats cut
+    (`thin_events`) whenever more than EVENT_ROWS, and twice as many as the last cut kept,
+    are held: as many rows as say different things, whatever the size of the set."""
+    frames: list[pl.DataFrame] = []
+    rows, kept = 0, 0
     for piece in pieces:
         frames.append(piece.read())
         workspace.release(piece)
-    return _stack(frames)
+        rows += frames[-1].height
+        if rows > max(EVENT_ROWS, 2 * kept):
+            frames = [thin_events(_stack(frames))]
+            rows = kept = frames[0].height
+    return thin_events(_stack(frames)) if frames else _stack(frames)
 
 
 def _stack(frames: list[pl.DataFrame]) -> pl.DataFrame:
@@ -624,7 +633,7 @@ def _write(workspace: Workspace, frame: pl.DataFrame, runs: list[Run], tally: Ta
            file_nodes: dict[int, int], rows: int) -> None:
     frame = sorted_by_key(frame)
     tally.add(frame, list(file_nodes))
-    tally.events.append(workspace.write(compact(event_rows(frame)), "events"))
+    tally.events.append(workspace.write(compact(thin_events(event_rows(frame))), "events"))
     # (`msg`, the message under a wrapper, for the diagnosis's reading of records)
     stored = [c for c in TIMELINE_SCHEMA if c != "order"] + [*DETAIL_COLUMNS, "msg", "_sk"]
     write_run(workspace, frame.select(stored), runs, KEEP_ROWS, rows)

@@ -43,7 +43,9 @@ from logcorr.diagnose.context import (
     Context,
     Finding,
     event_rows,
+    lines_in,
     merge_people,
+    thin_events,
 )
 from logcorr.diagnose.crash import crash_findings
 from logcorr.diagnose.hang import hang_findings
@@ -59,8 +61,8 @@ from logcorr.diagnose.watchdog import watchdog_findings
 __all__ = ["ALL_STEMS", "CASCADE_STEMS", "CRASH_STEMS", "PROGRESS_STEMS", "SEVERITIES",
            "SGLANG_WATCHDOG_STEMS", "TIMEOUT_STEMS", "Context", "Finding", "clock_findings",
            "crash_findings", "diagnose", "event_rows", "hang_findings", "init_findings",
-           "merge_people", "missing_findings", "stalled_findings", "transfer_findings",
-           "unresponsive_findings", "watchdog_findings"]
+           "lines_in", "merge_people", "missing_findings", "stalled_findings", "thin_events",
+           "transfer_findings", "unresponsive_findings", "watchdog_findings"]
 
 
 def diagnose(ctx: Context, contradictions: list[dict[str, object]]) -> list[Finding]:

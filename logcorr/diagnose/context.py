@@ -204,6 +204,8 @@ class Context:
     def __post_init__(self) -> None:
         if self.events.height == 0:
             self.events = pl.DataFrame(schema=_EVENT_SCHEMA)
+        if "_n" not in self.events.columns:
+            self.events = self.events.with_columns(pl.lit(1, pl.UInt32).alias("_n"))
         self.events = _rejoin_wrapped(self.events.sort(_ORDER).with_columns(
             pl.int_range(pl.len(), dtype=pl.UInt64).alias("order"),
             pl.col("host").alias("eff_host")))
@@ -249,7 +251,58 @@ _EVENT_SCHEMA: dict[str, pl.DataType] = {"_sk": pl.Int64(), "file_id": pl.UInt32
                  "last_enqueued": pl.Int64(), "last_completed": pl.Int64(), "comm": pl.String(),
                  "comm_id": pl.String(),
                  "comm_rank": pl.Int32(), "comm_nranks": pl.Int32(), "nccl_phase": pl.String(),
-                 "_next": pl.String(), "stream": pl.String()}
+                 "_next": pl.String(), "stream": pl.String(), "_n": pl.UInt32()}
+
+# A process can log one failure line per request, slice or health check (a PD decode instance
+# whose prefill peer died: a KV transfer failure for every request) and fill a log with them.
+# Of the event rows that say the same (the same columns and the same text but for times and long
+# ids: request ids, bootstrap rooms, pointers), the first THIN_FIRST and the last THIN_LAST in
+# timeline order are kept, with the earliest and the latest time, and `_n` of the last first one
+# counts the rows left out: the rules count lines by `_n` (`lines_in`), cite at most the first 12
+# places of what they read and take first and last times, so they answer as with every row, in
+# memory that does not grow with the repeats.
+THIN_FIRST = 16
+THIN_LAST = 4
+_VOLATILE = (r"\d{4}-\d{2}-\d{2}|\d{1,2}:\d{2}:\d{2}(?:[.,]\d+)?|\b[IWEF]\d{4}\b"
+             r"|(?:0x)?[0-9a-fA-F]{8,}(?:\.\d+)?")
+# (where a row stands in the timeline, and what it says: not part of what it repeats)
+_PLACE = {"_sk", "file_id", "line", "part", "text", "ts_full", "record", "_n"}
+
+
+def lines_in(rows: pl.DataFrame) -> int:
+    """How many log lines event rows stand for (a kept row of repeats counts those left out)."""
+    if "_n" not in rows.columns:
+        return rows.height
+    return int(rows.get_column("_n").sum())
+
+
+def thin_events(events: pl.DataFrame) -> pl.DataFrame:
+    """`events` (with `_n`) with each run of rows that say the same cut to its first
+    THIN_FIRST and last THIN_LAST, the rows left out counted on the last first one."""
+    if "_n" not in events.columns:
+        events = events.with_columns(pl.lit(1, pl.UInt32).alias("_n"))
+    if events.height <= THIN_FIRST + THIN_LAST:
+        return events
+    same = [c for c in events.columns if c not in _PLACE]
+    # (rows that differ in a column differ whatever their text: most chunks end here)
+    if events.group_by(same).len().get_column("len").max() <= THIN_FIRST + THIN_LAST:  # type: ignore[operator]
+        return events
+    key = [*same, "_shape"]
+    marked = events.sort(_ORDER).with_columns(
+        _shape=pl.col("text").str.replace_all(_VOLATILE, "#"))
+    rank = pl.int_range(pl.len()).over(key)
+    size = pl.len().over(key)
+    # (and the earliest and latest time: a clock that jumps back puts them elsewhere)
+    span = (rank == pl.col("ts_full").arg_min().over(key)) | (
+        rank == pl.col("ts_full").arg_max().over(key))
+    marked = marked.with_columns(
+        _keep=(rank < THIN_FIRST) | (rank >= size - THIN_LAST) | span.fill_null(False),
+        _last_first=rank == THIN_FIRST - 1)
+    left_out = pl.when(pl.col("_keep")).then(0).otherwise(pl.col("_n")).sum().over(key)
+    return (marked.with_columns(
+        pl.when("_last_first").then(pl.col("_n") + left_out).otherwise("_n")
+        .cast(pl.UInt32).alias("_n"))
+        .filter("_keep").drop("_shape", "_keep", "_last_first"))
 
 
 def event_rows(frame: pl.DataFrame) -> pl.DataFrame:
@@ -290,6 +343,7 @@ def event_rows(frame: pl.DataFrame) -> pl.DataFrame:
         hits = pl.concat([hits, cut.with_columns(
             pl.when("_seam").then(text + pl.col("_next")).otherwise(whole).alias("text"))
             .drop("_seam")])
+    hits = hits.with_columns(pl.lit(1, pl.UInt32).alias("_n"))
     return hits.select(pl.col(name).cast(dtype) if name in hits.columns
                        else pl.lit(None, dtype).alias(name) for name, dtype in _EVENT_SCHEMA.items())
 

@@ -41,6 +41,7 @@ from logcorr.diagnose.context import (
     _short,
     _span,
     _unnamed,
+    lines_in,
 )
 
 
@@ -87,7 +88,7 @@ def crash_findings(ctx: Context) -> list[Finding]:
                    f"these logs; the first to fail, {proc_text}: {detail}")
     if earlier.height:
         where = ctx.cite(earlier.head(1))[0]
-        summary += (f" (but {earlier.height} fatal line(s) before it name no process, the "
+        summary += (f" (but {lines_in(earlier)} fatal line(s) before it name no process, the "
                     f"first at {where['file']}:{where['line']})")
     if later.height:
         summary += f"; {later.height} other process(es) failed after it"

@@ -27,6 +27,7 @@ from logcorr.diagnose.context import (
     _person,
     _places,
     _span,
+    lines_in,
 )
 
 
@@ -260,7 +261,7 @@ def _store_unreachable(ctx: Context) -> list[Finding]:
     addresses = sorted({":".join(g for g in m.groups() if g) for t in rows["text"].to_list()
                         if (m := _STORE_ADDRESS.search(str(t)))})
     procs = rows["proc"].drop_nulls().unique(maintain_order=True).to_list()
-    who = f"{len(procs)} process(es)" if procs else f"{rows.height} line(s)"
+    who = f"{len(procs)} process(es)" if procs else f"{lines_in(rows)} line(s)"
     summary = (f"{who} could not reach torch's rendezvous store"
                + (f" at {', '.join(addresses)}" if addresses else "")
                + " (SGLang's --dist-init-addr, served by the node of world rank 0): that node "

@@ -17,6 +17,7 @@ from logcorr.diagnose.context import (
     _contains_any,
     _short,
     _span,
+    lines_in,
 )
 
 _HEARTBEAT = regex.compile(r"for last (\d+) seconds\. tic start time: (\S+)\. "
@@ -35,7 +36,7 @@ def unresponsive_findings(ctx: Context, earlier: list[Finding]) -> list[Finding]
         return []
     first = failed.row(0, named=True)
     found = _HEARTBEAT.search(str(first["text"]))
-    summary = (f"the server stopped answering its health check {failed.height} time(s)"
+    summary = (f"the server stopped answering its health check {lines_in(failed)} time(s)"
                + (f": no response for {found.group(1)} s at {found.group(2)}, the last response "
                   f"(heartbeat) at {found.group(3)}" if found else ""))
     earliest, latest = _span(ctx.last.get_column("ts_full")) if ctx.last.height else (None, None)

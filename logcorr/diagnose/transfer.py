@@ -18,6 +18,7 @@ from logcorr.diagnose.context import (
     Finding,
     _contains_any,
     _span,
+    lines_in,
 )
 
 _PEER = regex.compile(r"connection with (prefill|decode) instance \(bootstrap_addr: ([^)]*)\)"
@@ -33,15 +34,15 @@ def transfer_findings(ctx: Context) -> list[Finding]:
     if lost.height == 0 and failed.height == 0 and unreachable.height == 0:
         return []
     peers: dict[tuple[str, str], int] = {}
-    for text in lost.get_column("text").to_list():
+    for text, repeats in lost.select("text", "_n").iter_rows():
         found = _PEER.search(str(text))
         if found:
             key = (found.group(1), found.group(2))
-            peers[key] = peers.get(key, 0) + int(found.group(3) or 0)
+            peers[key] = peers.get(key, 0) + int(found.group(3) or 0) * repeats
     parts = [f"lost the {side} instance at {addr}" + (f" ({n} requests affected)" if n else "")
              for (side, addr), n in peers.items()]
     if failed.height:
-        parts.append(f"{failed.height} KV transfer(s) failed")
+        parts.append(f"{lines_in(failed)} KV transfer(s) failed")
     if unreachable.height:
         servers = sorted({_bootstrap_server(str(t)) for t in unreachable["text"].to_list()}
                          - {""})
@@ -49,7 +50,7 @@ def transfer_findings(ctx: Context) -> list[Finding]:
                      + (f" ({', '.join(servers)})" if servers else ""))
     rdma = ctx.events.filter(_contains_any(RDMA_STEMS))
     if rdma.height:
-        parts.append(f"Mooncake reported {rdma.height} RDMA error line(s) (failed slices, NICs "
+        parts.append(f"Mooncake reported {lines_in(rdma)} RDMA error line(s) (failed slices, NICs "
                      "marked inactive)")
     both = pl.concat([lost, failed, unreachable, rdma]).sort("order")
     first_ts, last_ts = _span(both.get_column("ts_full"))
