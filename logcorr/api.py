@@ -46,10 +46,10 @@ from logcorr.ingest import Skipped, Source, discover, empty_lines
 from logcorr.model import COORDINATES, TIMELINE_SCHEMA
 from logcorr.output import time_condition
 from logcorr.resolve import (
-    KEY_COLUMNS,
     Attribution,
     attribute,
     crowded_headers,
+    exception_seconds,
     key_rows,
     local_columns,
     merge_key_rows,
@@ -321,7 +321,7 @@ def analyze(
         crowded = crowded_headers(_stack(scan.headers), attribution)
         clock = clock_of(scan.first_dated, _median_dated(scan.chunks))
         chunks, spans, firsts = scan.chunks, scan.spans, scan.firsts
-        del scan  # (its tables are read: the exception headers grow with the set)
+        del scan  # (its tables are read)
         runs, tally = _attribute_pass(chunks, spans, firsts, attribution, crowded, clock,
                                       clock_offsets, sources, file_nodes, workspace, report)
         contradictions = [*attribution.contradictions, *notes,
@@ -451,7 +451,7 @@ def _parse_chunk(lines: pl.DataFrame, workspace: Workspace, before: pl.DataFrame
         compact(key_rows(parsed)),
         compact(parsed.filter(pl.col("server_args").fill_null(False))
                 .select("file_id", "line", pl.coalesce("msg", "text").alias("text"))),
-        compact(parsed.filter(pl.col("_exc")).select("line", "part", "ts", *KEY_COLUMNS)),
+        exception_seconds(parsed),
         first_dated_rows(parsed))
 
 

@@ -258,8 +258,8 @@ def attribute(chunk: pl.DataFrame, attribution: Attribution, crowded: pl.DataFra
 
     `ghost` is the header row of the record still open at the end of the previous chunk (with
     its `record` number): it is put in front so continuation lines see their header, and is
-    dropped again. `crowded` lists exception headers (file_id, line, part) whose tracebacks
-    may interleave with another process's.
+    dropped again. `crowded` lists the seconds of a file and stream (`crowded_headers`) in
+    which exception headers of several processes stand: their tracebacks may interleave.
     """
     frame = chunk.with_columns(pl.lit(False).alias("_ghost"), pl.lit(None, pl.UInt32)
                                .alias("_true_record"))
@@ -733,29 +733,39 @@ def _records(starts: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
     return ((counted - before_file).alias("record"), head_row.forward_fill().alias("_head_row"))
 
 
-def crowded_headers(headers: pl.DataFrame, attribution: Attribution) -> pl.DataFrame:
-    """Exception headers (rows with `_exc`: file_id, line, part, ts, KEY_COLUMNS) that
-    share their second and their wrapper stream (pod, Ray worker) with an exception header of
-    another process (or of an unknown one)."""
-    if headers.height == 0:
-        return headers.select("file_id", "line", "part")
-    procs = headers.select(KEY_COLUMNS).join(
+_SECOND = pl.col("ts").dt.truncate("1s").alias("_second")
+_CROWDED_ON = ["file_id", "stream", "_second"]
+
+
+def exception_seconds(parsed: pl.DataFrame) -> pl.DataFrame:
+    """The distinct (second, KEY_COLUMNS) of the exception headers (rows with `_exc`) of
+    parsed rows: a second of a file with many tracebacks of one process is one row."""
+    return (parsed.filter(pl.col("_exc") & pl.col("ts").is_not_null())
+            .select(_SECOND, *KEY_COLUMNS).unique())
+
+
+def crowded_headers(seconds: pl.DataFrame, attribution: Attribution) -> pl.DataFrame:
+    """The (file_id, stream, second) in which exception headers of more than one process (or
+    of an unknown one) stand: each one's traceback may interleave with another's
+    (`seconds`: `exception_seconds` of every chunk)."""
+    if seconds.height == 0:
+        return pl.DataFrame(schema={"file_id": pl.UInt32, "stream": pl.String,
+                                    "_second": pl.Datetime("us")})
+    procs = seconds.select(KEY_COLUMNS).join(
         attribution.table.select(*KEY_COLUMNS, "proc"), on=KEY_COLUMNS, how="left",
         maintain_order="left", nulls_equal=True)
-    headers = headers.with_columns(procs["proc"])
-    many = (headers.filter(pl.col("ts").is_not_null())
-            .filter(pl.col("proc").n_unique().over("file_id", "stream",
-                                                   pl.col("ts").dt.truncate("1s")) > 1))
-    return many.select("file_id", "line", "part")
+    return (seconds.with_columns(procs["proc"]).unique([*_CROWDED_ON, "proc"])
+            .filter(pl.len().over(_CROWDED_ON) > 1).select(_CROWDED_ON).unique())
 
 
 def _mark_crowded(frame: pl.DataFrame, crowded: pl.DataFrame) -> pl.Series:
+    """The exception headers of `frame` in a crowded second (`crowded_headers`)."""
     marks = pl.repeat(False, frame.height, eager=True).alias("_crowded")
     if crowded.height == 0:
         return marks
-    headers = frame.select("file_id", "line", "part", "_exc").with_row_index("_at").filter(
+    headers = frame.select("file_id", "stream", _SECOND, "_exc").with_row_index("_at").filter(
         pl.col("_exc"))
-    hits = headers.join(crowded, on=["file_id", "line", "part"], how="semi")
+    hits = headers.join(crowded, on=_CROWDED_ON, how="semi", nulls_equal=True)
     return marks.scatter(hits.get_column("_at"), True)
 
 

@@ -131,3 +131,40 @@ def test_lines_that_differ_in_a_short_number_are_not_repeats() -> None:
     same = [f"[{stamp(s)} TP0] Scheduler hit an exception: request 0x7f3a{s:08x} failed"
             for s in range(40)]
     assert thin_events(rows(same)).height == context.THIN_FIRST + context.THIN_LAST
+
+
+def test_a_traceback_per_request_keeps_one_exception_row_per_second(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # the HTTP server logs a traceback for every request that fails: the whole-set table of
+    # exception headers (for tracebacks of several processes in one second) holds a row per
+    # second and process, not one per traceback
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    lines = []
+    for request in range(200):
+        # (a logger line that prints the traceback after its message, then Python's own)
+        lines += [f"[{stamp(request // 50)}] Error in request {request:032x}: Traceback "
+                  "(most recent call last):",
+                  '  File "/usr/local/lib/python3.12/dist-packages/sglang/srt/entrypoints/'
+                  'http_server.py", line 512, in generate_request',
+                  "    ret = await _global_state.tokenizer_manager.generate_request(obj, "
+                  "request).__anext__()",
+                  f"ValueError: The input ({9000 + request} tokens) is longer than the model's "
+                  "context length (8192 tokens)."]
+    (logs / "server.log").write_text("\n".join(lines) + "\n")
+    seen: list[int] = []
+    real = api.crowded_headers
+
+    def spy(seconds: pl.DataFrame, attribution: Any) -> pl.DataFrame:
+        seen.append(seconds.height)
+        return real(seconds, attribution)
+
+    monkeypatch.setattr(api, "crowded_headers", spy)
+    analysis = api.analyze([logs], chunk_bytes=5000, memory_budget=0)
+    try:
+        assert analysis.tally.lines == 800
+        assert sum(analysis.tally.evidence.values()) == 0  # (no process named)
+    finally:
+        if analysis.workspace is not None:
+            analysis.workspace.close()
+    assert 4 <= seen[0] <= 8  # 4 seconds (a second cut between two chunks: twice)
