@@ -104,7 +104,8 @@ PARSE_BYTES = 40 << 20  # and at most this many bytes of them (peak memory grows
 CONTEXT_LINES = 2  # lines of the previous chunk a chunk's parse may look back at
 KEEP_ROWS = 1000  # rows each run keeps in memory for the terminal's head and tail
 PENDING_ROWS = 1_000_000
-EVENT_ROWS = 200_000  # event rows read before their repeats are cut again  # a file's untimed opening rows held back waiting for its first time
+EVENT_ROWS = 200_000  # event rows read before their repeats are cut again
+THIN_CHUNK_ROWS = 4096  # a chunk's event rows whose repeats are cut before they are stored  # a file's untimed opening rows held back waiting for its first time
 
 
 @dataclass
@@ -633,7 +634,10 @@ def _write(workspace: Workspace, frame: pl.DataFrame, runs: list[Run], tally: Ta
            file_nodes: dict[int, int], rows: int) -> None:
     frame = sorted_by_key(frame)
     tally.add(frame, list(file_nodes))
-    tally.events.append(workspace.write(compact(thin_events(event_rows(frame))), "events"))
+    events = event_rows(frame)
+    if events.height > THIN_CHUNK_ROWS:  # (most of a chunk repeating itself: cut it here)
+        events = thin_events(events)
+    tally.events.append(workspace.write(compact(events), "events"))
     # (`msg`, the message under a wrapper, for the diagnosis's reading of records)
     stored = [c for c in TIMELINE_SCHEMA if c != "order"] + [*DETAIL_COLUMNS, "msg", "_sk"]
     write_run(workspace, frame.select(stored), runs, KEEP_ROWS, rows)

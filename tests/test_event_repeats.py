@@ -82,6 +82,7 @@ def test_repeated_event_lines_are_kept_first_and_last_with_a_count(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, options: dict[str, Any]) -> None:
     logs = storm(tmp_path)
     monkeypatch.setattr(api, "EVENT_ROWS", 40)  # (cut again while the pieces are read)
+    monkeypatch.setattr(api, "THIN_CHUNK_ROWS", 10)  # (and each chunk's before it is stored)
     report, events = diagnosed(logs, monkeypatch, **options)
     with monkeypatch.context() as patch:
         patch.setattr(context, "THIN_FIRST", 10**9)

@@ -288,8 +288,10 @@ def thin_events(events: pl.DataFrame) -> pl.DataFrame:
     if events.group_by(same).len().get_column("len").max() <= THIN_FIRST + THIN_LAST:  # type: ignore[operator]
         return events
     key = [*same, "_shape"]
-    marked = events.sort(_ORDER).with_columns(
-        _shape=pl.col("text").str.replace_all(_VOLATILE, "#"))
+    marked = events.with_columns(_shape=pl.col("text").str.replace_all(_VOLATILE, "#"))
+    if marked.group_by(key).len().get_column("len").max() <= THIN_FIRST + THIN_LAST:  # type: ignore[operator]
+        return events
+    marked = marked.sort(_ORDER)
     rank = pl.int_range(pl.len()).over(key)
     size = pl.len().over(key)
     # (and the earliest and latest time: a clock that jumps back puts them elsewhere)
