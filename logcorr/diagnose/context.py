@@ -261,8 +261,8 @@ _EVENT_SCHEMA: dict[str, pl.DataType] = {"_sk": pl.Int64(), "file_id": pl.UInt32
 # counts the rows left out: the rules count lines by `_n` (`lines_in`), cite at most the first 12
 # places of what they read and take first and last times, so they answer as with every row, in
 # memory that does not grow with the repeats.
-THIN_FIRST = 16
-THIN_LAST = 4
+THIN_FIRST = 64
+THIN_LAST = 16
 _VOLATILE = (r"\d{4}-\d{2}-\d{2}|\d{1,2}:\d{2}:\d{2}(?:[.,]\d+)?|\b[IWEF]\d{4}\b"
              r"|(?:0x)?[0-9a-fA-F]{8,}(?:\.\d+)?")
 # (where a row stands in the timeline, and what it says: not part of what it repeats)
