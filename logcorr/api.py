@@ -547,7 +547,7 @@ class _Step:
         runs: list[Run] = []
         ghost: pl.DataFrame | None = None
         carry: Carry | None = None
-        pending: pl.DataFrame | None = None  # a file's opening rows that have no time yet
+        pending: _Pending | None = None  # a file's opening rows that have no time yet
         with ThreadPoolExecutor(max_workers=1) as reader, \
                 ThreadPoolExecutor(max_workers=1) as writer:
             written: list[Future[None]] = []
@@ -573,8 +573,8 @@ class _Step:
                 attributed = attribute(chunk, self.attribution, self.crowded, ghost)
                 ghost = next_ghost(chunk, ghost, attributed)
                 attributed = _real_rows(attributed)
-                if pending is not None and int(pending["file_id"][0]) != first_file:
-                    write(pending)  # its file ended without a time
+                if pending is not None and pending.file_id != first_file:
+                    pending.write(write)  # its file ended without a time
                     pending = None
                 frame = complete_timestamps(attributed, self.clock, carry)
                 frame = sort_key(frame, self.clock_offsets, carry)
@@ -582,15 +582,21 @@ class _Step:
                 frame = _contract(frame, self.attribution, self.names, self.file_nodes)
                 frame = frame.with_columns(_following(frame, after))
                 if pending is not None:
-                    frame = _release(pending, frame)
+                    pending.take_key(frame)
+                frame, held = _hold_untimed(frame, carry, more, pending)
+                held_file = int(held["file_id"][0]) if held is not None else None
+                if pending is not None and pending.file_id != held_file:
+                    pending.write(write)  # (before the chunk's rows, as they came)
                     pending = None
-                frame, pending = _hold_untimed(frame, carry, more)
+                if held is not None and held_file is not None:
+                    pending = pending or _Pending(self.workspace, held_file)
+                    pending.add(held)
                 write(frame)
                 with self.lock:
                     self.done += 1
                     self.report("attributing", self.done, len(chunks))
             if pending is not None:
-                write(pending)
+                pending.write(write)
             for future in written:
                 future.result()
         return runs, tally
@@ -607,25 +613,52 @@ def _real_rows(attributed: pl.DataFrame) -> pl.DataFrame:
     return own.filter(~ghost)
 
 
-def _release(pending: pl.DataFrame, frame: pl.DataFrame) -> pl.DataFrame:
-    """Held-back opening rows of a file take the first time its next rows have."""
-    file_id = int(pending["file_id"][0])
-    keys = frame.filter(pl.col("file_id") == file_id).get_column("_sk")
-    first = keys[0] if keys.len() else None
-    if first is not None:
-        pending = pending.with_columns(pl.lit(first, pl.Int64).alias("_sk"))
-    return pl.concat([pending, frame], how="vertical_relaxed")
+class _Pending:
+    """A file's opening rows that have no time yet, held back (stored like the chunks: a file
+    with no time at all, an NCCL debug file, would otherwise be held whole in memory) until
+    they take the first time of the file's next rows. Each time the file's rows go on in a
+    chunk, every row held so far takes the sort key of the file's first row there; the rows
+    held from that chunk keep their own until the next one."""
+
+    def __init__(self, workspace: Workspace, file_id: int) -> None:
+        self.workspace = workspace
+        self.file_id = file_id
+        self.rows = 0
+        self.pieces: list[tuple[Piece, int | None]] = []  # (rows, the sort key they take)
+
+    def add(self, held: pl.DataFrame) -> None:
+        self.pieces.append((self.workspace.write(held, "pending"), None))
+        self.rows += held.height
+
+    def take_key(self, frame: pl.DataFrame) -> None:
+        """Every held row takes the sort key of the file's first row in `frame` (if any)."""
+        keys = frame.filter(pl.col("file_id") == self.file_id).get_column("_sk")
+        first = keys[0] if keys.len() else None
+        if first is not None:
+            self.pieces = [(piece, int(first)) for piece, _ in self.pieces]
+
+    def write(self, write: Callable[[pl.DataFrame], None]) -> None:
+        """Hand the held rows to `write` (the timeline order is the key's: where they are
+        written does not change it), letting each piece go once read."""
+        for piece, key in self.pieces:
+            rows = piece.read()
+            self.workspace.release(piece)
+            write(rows if key is None else rows.with_columns(pl.lit(key, pl.Int64).alias("_sk")))
+        self.pieces, self.rows = [], 0
 
 
-def _hold_untimed(frame: pl.DataFrame, carry: Carry | None, more: bool
-                  ) -> tuple[pl.DataFrame, pl.DataFrame | None]:
+def _hold_untimed(frame: pl.DataFrame, carry: Carry | None, more: bool,
+                  pending: _Pending | None) -> tuple[pl.DataFrame, pl.DataFrame | None]:
     """The last file's rows when it has had no time at all yet and goes on in the next chunk:
-    their place is its first time, which is still to come."""
-    if not more or carry is None or carry.running is not None or frame.height == 0:
+    their place is its first time, which is still to come. With the rows already held of
+    that file (`pending`), at most PENDING_ROWS are held."""
+    before = pending.rows if pending is not None and carry is not None and \
+        pending.file_id == carry.file_id else 0
+    if not more or carry is None or carry.running is not None or frame.height + before == 0:
         return frame, None
     mine = pl.col("file_id") == carry.file_id
     held = frame.filter(mine)
-    if held.height == 0 or held.height > PENDING_ROWS:
+    if held.height + before == 0 or held.height + before > PENDING_ROWS:
         return frame, None
     return frame.filter(~mine), held
 

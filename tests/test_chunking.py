@@ -57,6 +57,37 @@ def test_untimed_file_start_takes_the_first_time_across_chunks(tmp_path: Path) -
     assert chunked.filter(pl.col("file") == "a.log")["order"].to_list() == list(range(1, 52))
 
 
+def test_rows_waiting_for_a_first_time_are_stored_like_the_chunks(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The untimed opening rows of a file are stored (spilled, with a budget of 0) while they
+    wait for its first time, not held in memory: an NCCL debug file has no time at all. The
+    timeline is the same as in one chunk."""
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "nccl.node0.4000.log").write_text("".join(
+        f"node0:4000:4007 [0] NCCL INFO AllReduce: opCount {i:x} sendbuff 0x7f3a0000{i:04x} "
+        f"recvbuff 0x7f3b0000{i:04x} count 4096 datatype 7 op 0 root 0 comm 0x55d0c0a00000 "
+        "[nranks=8] stream 0x55d0c1b20000\n" for i in range(60)))
+    (logs / "a.log").write_text("\n".join(
+        ["plain opening line"] * 80 + ["[2026-11-29 10:00:05 TP0] late"]) + "\n")
+    (logs / "b.log").write_text("[2026-11-29 10:00:01 TP1] early\n")
+    stems: list[str] = []
+    write = stream.Workspace.write
+
+    def spy(self: stream.Workspace, frame: pl.DataFrame, stem: str) -> stream.Piece:
+        stems.append(stem)
+        return write(self, frame, stem)
+
+    whole = analyze([logs])
+    monkeypatch.setattr(stream.Workspace, "write", spy)
+    chunked = analyze([logs], chunk_bytes=300, memory_budget=0)
+    assert stems.count("pending") > 10  # both files' waiting rows, a piece per chunk
+    assert chunked.timeline.equals(whole.timeline)
+    assert document(chunked) == document(whole)
+    assert chunked.timeline.filter(pl.col("file") == "a.log")["order"].to_list() == \
+        list(range(1, 82))
+
+
 def test_head_and_tail_without_a_merge_match_the_merge(tmp_path: Path) -> None:
     logs = tmp_path / "logs"
     logs.mkdir()
