@@ -103,9 +103,9 @@ PARSE_GROUP = 4  # chunks in a row parsed together (see `_parse_pass`)
 PARSE_BYTES = 40 << 20  # and at most this many bytes of them (peak memory grows with it)
 CONTEXT_LINES = 2  # lines of the previous chunk a chunk's parse may look back at
 KEEP_ROWS = 1000  # rows each run keeps in memory for the terminal's head and tail
-PENDING_ROWS = 1_000_000
+PENDING_ROWS = 1_000_000  # a file's untimed opening rows held back waiting for its first time
 EVENT_ROWS = 200_000  # event rows read before their repeats are cut again
-THIN_CHUNK_ROWS = 4096  # a chunk's event rows whose repeats are cut before they are stored  # a file's untimed opening rows held back waiting for its first time
+THIN_CHUNK_ROWS = 4096  # a chunk's event rows whose repeats are cut before they are stored
 
 
 @dataclass
