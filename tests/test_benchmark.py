@@ -26,3 +26,17 @@ def test_small_benchmark_prints_table(tmp_path: Path) -> None:
     assert "failed" not in done.stderr
     assert any(line.startswith("5k rich view: ") and "first timeline row at" in line
                for line in lines), done.stdout
+
+
+def test_repeats_benchmark_prints_a_row_per_set(tmp_path: Path) -> None:
+    """`benchmarks/repeats.py --small` generates its four one-kind sets and measures each."""
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "repeats.py"), "--small", "--data",
+         str(tmp_path)],
+        capture_output=True, text=True, timeout=300, cwd=ROOT, check=False)
+    assert done.returncode == 0, done.stderr
+    rows = [line.split("|")[1:-1] for line in done.stdout.splitlines()
+            if line.startswith("| ") and "text view" in line]
+    assert [row[0].strip() for row in rows] == ["transfer", "torch", "nccl", "tracebacks"]
+    assert all(int(row[2].strip().replace(",", "")) >= 3000 for row in rows), done.stdout
+    assert all(float(row[5].strip().replace(",", "")) > 0 for row in rows), done.stdout
