@@ -31,7 +31,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from run import measure  # noqa: E402
+from run import measure
 
 DAY = "2026-11-29"
 

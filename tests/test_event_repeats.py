@@ -47,7 +47,7 @@ def storm(folder: Path) -> Path:
     logs = folder / "logs"
     logs.mkdir()
     tp0 = [transfer_failed(0, s, rng) for s in range(200, 350)]
-    tp0 += [transfer_failed(0, s, rng) for s in range(0, 150)]
+    tp0 += [transfer_failed(0, s, rng) for s in range(150)]
     (logs / "decode_tp0.log").write_text("\n".join(tp0) + "\n")
     tp1 = [transfer_failed(1, s, rng) for s in range(300)]
     tp1 += [nccl_warn("node-1", 5102, 40000 + i) for i in range(30)]
@@ -146,14 +146,14 @@ def test_a_traceback_per_request_keeps_one_exception_row_per_second(
     lines = []
     for request in range(200):
         # (a logger line that prints the traceback after its message, then Python's own)
-        lines += [f"[{stamp(request // 50)}] Error in request {request:032x}: Traceback "
-                  "(most recent call last):",
-                  '  File "/usr/local/lib/python3.12/dist-packages/sglang/srt/entrypoints/'
-                  'http_server.py", line 512, in generate_request',
-                  "    ret = await _global_state.tokenizer_manager.generate_request(obj, "
-                  "request).__anext__()",
-                  f"ValueError: The input ({9000 + request} tokens) is longer than the model's "
-                  "context length (8192 tokens)."]
+        lines += [(f"[{stamp(request // 50)}] Error in request {request:032x}: Traceback "
+                   "(most recent call last):"),
+                  ('  File "/usr/local/lib/python3.12/dist-packages/sglang/srt/entrypoints/'
+                   'http_server.py", line 512, in generate_request'),
+                  ("    ret = await _global_state.tokenizer_manager.generate_request(obj, "
+                   "request).__anext__()"),
+                  (f"ValueError: The input ({9000 + request} tokens) is longer than the "
+                   "model's context length (8192 tokens).")]
     (logs / "server.log").write_text("\n".join(lines) + "\n")
     seen: list[int] = []
     real = api.crowded_headers
