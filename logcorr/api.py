@@ -624,7 +624,7 @@ class _Pending:
         self.workspace = workspace
         self.file_id = file_id
         self.rows = 0
-        self.pieces: list[tuple[Piece, int | None]] = []  # (rows, the sort key they take)
+        self.pieces: list[tuple[Piece, int | None]] = []  # (held rows, the sort key they take)
 
     def add(self, held: pl.DataFrame) -> None:
         self.pieces.append((self.workspace.write(held, "pending"), None))

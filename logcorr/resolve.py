@@ -763,8 +763,8 @@ def _mark_crowded(frame: pl.DataFrame, crowded: pl.DataFrame) -> pl.Series:
     marks = pl.repeat(False, frame.height, eager=True).alias("_crowded")
     if crowded.height == 0:
         return marks
-    headers = frame.select("file_id", "stream", _SECOND, "_exc").with_row_index("_at").filter(
-        pl.col("_exc"))
+    headers = (frame.select("file_id", "stream", "ts", "_exc").with_row_index("_at")
+               .filter(pl.col("_exc")).with_columns(_SECOND))
     hits = headers.join(crowded, on=_CROWDED_ON, how="semi", nulls_equal=True)
     return marks.scatter(hits.get_column("_at"), True)
 

@@ -271,8 +271,6 @@ _PLACE = {"_sk", "file_id", "line", "part", "text", "ts_full", "record", "_n"}
 
 def lines_in(rows: pl.DataFrame) -> int:
     """How many log lines event rows stand for (a kept row of repeats counts those left out)."""
-    if "_n" not in rows.columns:
-        return rows.height
     return int(rows.get_column("_n").sum())
 
 
