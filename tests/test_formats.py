@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from logcorr.formats import parse
+from logcorr.formats import LOCAL_COLUMNS, parse
 from logcorr.formats._common import on_rows
 from logcorr.model import PARSED_SCHEMA
 from logcorr.resolve import _ends_with_colon
@@ -42,14 +42,15 @@ def check(line: str, **expected: Any) -> dict[str, Any]:
 
 class TestSchema:
     def test_columns_and_dtypes(self) -> None:
-        """The output has exactly the PARSED_SCHEMA columns, in order, with their dtypes."""
+        """The output has exactly the PARSED_SCHEMA columns, then what a line says by itself
+        (LOCAL_COLUMNS), in order, with their dtypes."""
         out = parse(_frame(["[2025-02-22 08:19:45 TP26] x", "other", ""]))
-        assert dict(out.schema) == PARSED_SCHEMA
-        assert list(out.columns) == list(PARSED_SCHEMA)
+        assert dict(out.schema) == {**PARSED_SCHEMA, **LOCAL_COLUMNS}
+        assert list(out.columns) == [*PARSED_SCHEMA, *LOCAL_COLUMNS]
 
     def test_empty_input(self) -> None:
         """No lines -> an empty frame with the schema."""
-        assert dict(parse(_frame([])).schema) == PARSED_SCHEMA
+        assert dict(parse(_frame([])).schema) == {**PARSED_SCHEMA, **LOCAL_COLUMNS}
 
     def test_order_is_kept(self) -> None:
         """Rows come back in (line, part) order whatever family parsed them."""
@@ -126,8 +127,11 @@ class TestSglang:
         check(line, source="sglang", role="main", server_args=None)
 
     def test_empty_prefix_proves_nothing(self) -> None:
-        """A prefix-less line with an ordinary message has no role (could be a TP1 scheduler)."""
-        check("[2025-02-22 08:19:45] Load weight begin.", source="sglang", role=None)
+        """A prefix-less line with an ordinary message has no role (could be a TP1 scheduler);
+        a message only a scheduler writes names its role."""
+        check("[2025-02-22 08:19:45] Using default HuggingFace chat template.", source="sglang",
+              role=None)
+        check("[2025-02-22 08:19:45] Load weight begin.", source="sglang", role="scheduler")
 
     @pytest.mark.parametrize(
         "line",
@@ -711,7 +715,7 @@ class TestTotality:
         """Any text: no exception, ≥1 part per line, parts concatenate to the line."""
         lines = [line.replace("\n", "") for line in lines]
         out = parse(_frame(lines))
-        assert dict(out.schema) == PARSED_SCHEMA
+        assert dict(out.schema) == {**PARSED_SCHEMA, **LOCAL_COLUMNS}
         joined = out.group_by("line", maintain_order=True).agg(pl.col("text").str.join(""))
         assert joined.get_column("text").to_list() == lines
         assert out.get_column("source").null_count() == 0

@@ -1,0 +1,196 @@
+//! The scanner's columns as Arrow arrays, handed to polars through the Arrow PyCapsule
+//! interface (`pl.DataFrame(batch)`): text as string views, no pyarrow.
+
+use std::sync::Arc;
+
+use arrow_array::builder::StringViewBuilder;
+use arrow_array::ffi_stream::FFI_ArrowArrayStream;
+use arrow_array::types::TimestampMicrosecondType;
+use arrow_array::{
+    ArrayRef, BooleanArray, Int32Array, Int64Array, PrimitiveArray, RecordBatch,
+    RecordBatchIterator, RecordBatchReader, StringViewArray, UInt16Array, UInt32Array,
+};
+use arrow_schema::{ArrowError, DataType, Field, Schema, TimeUnit};
+use logcorr_scan::model::{Columns, Source, StrColumn, ROLES};
+use pyo3::prelude::*;
+use pyo3::types::PyCapsule;
+
+/// Record batches polars takes with `pl.DataFrame(obj)` (read once).
+#[pyclass(module = "logcorr._core")]
+pub struct ArrowBatch {
+    batch: Option<RecordBatch>,
+    schema: Arc<Schema>,
+}
+
+impl ArrowBatch {
+    pub fn new(batch: RecordBatch) -> ArrowBatch {
+        ArrowBatch {
+            schema: batch.schema(),
+            batch: Some(batch),
+        }
+    }
+}
+
+#[pymethods]
+impl ArrowBatch {
+    #[pyo3(signature = (requested_schema=None))]
+    fn __arrow_c_stream__<'py>(
+        &mut self,
+        py: Python<'py>,
+        requested_schema: Option<Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyCapsule>> {
+        let _ = requested_schema;
+        let batches: Vec<Result<RecordBatch, ArrowError>> =
+            self.batch.take().into_iter().map(Ok).collect();
+        let reader: Box<dyn RecordBatchReader + Send> =
+            Box::new(RecordBatchIterator::new(batches, self.schema.clone()));
+        let stream = FFI_ArrowArrayStream::new(reader);
+        PyCapsule::new_with_value(py, stream, c"arrow_array_stream")
+    }
+
+    /// The number of rows (before polars took them).
+    fn __len__(&self) -> usize {
+        self.batch.as_ref().map_or(0, RecordBatch::num_rows)
+    }
+}
+
+fn strings(column: &StrColumn) -> ArrayRef {
+    let mut builder = StringViewBuilder::with_capacity(column.len());
+    for row in 0..column.len() {
+        builder.append_option(column.get(row));
+    }
+    Arc::new(builder.finish())
+}
+
+fn named(values: impl Iterator<Item = Option<&'static str>>, len: usize) -> ArrayRef {
+    let mut builder = StringViewBuilder::with_capacity(len);
+    for value in values {
+        builder.append_option(value);
+    }
+    Arc::new(builder.finish())
+}
+
+fn micros(values: &[Option<i64>], zone: Option<&str>) -> ArrayRef {
+    let array: PrimitiveArray<TimestampMicrosecondType> = values.iter().copied().collect();
+    Arc::new(array.with_timezone_opt(zone.map(str::to_string)))
+}
+
+fn i32s(values: &[Option<i32>]) -> ArrayRef {
+    Arc::new(values.iter().copied().collect::<Int32Array>())
+}
+
+fn i64s(values: &[Option<i64>]) -> ArrayRef {
+    Arc::new(values.iter().copied().collect::<Int64Array>())
+}
+
+fn bools(values: &[Option<bool>]) -> ArrayRef {
+    Arc::new(values.iter().copied().collect::<BooleanArray>())
+}
+
+/// The parsed schema's columns (then `_main`, `_exc`) of a chunk.
+pub fn parsed_batch(c: &Columns) -> RecordBatch {
+    let len = c.len();
+    let view = || DataType::Utf8View;
+    let ts = |zone: Option<&str>| DataType::Timestamp(TimeUnit::Microsecond, zone.map(Into::into));
+    let prefix_names = [
+        "p_dp",
+        "p_pp",
+        "p_attn_cp",
+        "p_moe_dp",
+        "p_tp",
+        "p_ep",
+        "p_pid",
+    ];
+    let mut fields: Vec<Field> = vec![
+        Field::new("file_id", DataType::UInt32, true),
+        Field::new("line", DataType::UInt32, true),
+        Field::new("part", DataType::UInt16, true),
+        Field::new("text", view(), true),
+        Field::new("msg", view(), true),
+        Field::new("source", view(), true),
+        Field::new("role", view(), true),
+        Field::new("starts_record", DataType::Boolean, true),
+        Field::new("ts", ts(None), true),
+        Field::new("ts_has_date", DataType::Boolean, true),
+        Field::new("ts_has_year", DataType::Boolean, true),
+        Field::new("wrap_ts", ts(Some("UTC")), true),
+        Field::new("stream", view(), true),
+        Field::new("host", view(), true),
+        Field::new("pid", DataType::Int64, true),
+        Field::new("tid", DataType::Int64, true),
+        Field::new("device_id", DataType::Int32, true),
+    ];
+    let mut arrays: Vec<ArrayRef> = vec![
+        Arc::new(UInt32Array::from(c.file_id.clone())),
+        Arc::new(UInt32Array::from(c.line.clone())),
+        Arc::new(UInt16Array::from(c.part.clone())),
+        text(&c.text),
+        strings(&c.msg),
+        named(
+            c.source
+                .iter()
+                .map(|&s| Some(Source::ALL[s as usize].name())),
+            len,
+        ),
+        named(
+            c.role.iter().map(|r| r.map(|r| ROLES[r as usize].name())),
+            len,
+        ),
+        bools(&c.starts_record),
+        micros(&c.ts, None),
+        bools(&c.ts_has_date),
+        bools(&c.ts_has_year),
+        micros(&c.wrap_ts, Some("UTC")),
+        strings(&c.stream),
+        strings(&c.host),
+        i64s(&c.pid),
+        i64s(&c.tid),
+        i32s(&c.device_id),
+    ];
+    for (name, values) in prefix_names.iter().zip(&c.prefix) {
+        fields.push(Field::new(*name, DataType::Int32, true));
+        arrays.push(i32s(values));
+    }
+    let rest: Vec<(&str, DataType, ArrayRef)> = vec![
+        ("torch_rank", DataType::Int32, i32s(&c.torch_rank)),
+        ("pg_id", DataType::Int32, i32s(&c.pg_id)),
+        ("pg_guid", view(), strings(&c.pg_guid)),
+        ("pg_desc", view(), strings(&c.pg_desc)),
+        ("pg_rank", DataType::Int32, i32s(&c.pg_rank)),
+        ("seq", DataType::Int64, i64s(&c.seq)),
+        ("op", view(), strings(&c.op)),
+        ("last_enqueued", DataType::Int64, i64s(&c.last_enqueued)),
+        ("last_completed", DataType::Int64, i64s(&c.last_completed)),
+        ("comm", view(), strings(&c.comm)),
+        ("comm_id", view(), strings(&c.comm_id)),
+        ("comm_rank", DataType::Int32, i32s(&c.comm_rank)),
+        ("comm_nranks", DataType::Int32, i32s(&c.comm_nranks)),
+        ("nccl_phase", view(), strings(&c.nccl_phase)),
+        ("gloo_rank", DataType::Int32, i32s(&c.gloo_rank)),
+        ("gloo_size", DataType::Int32, i32s(&c.gloo_size)),
+        ("link_pid", DataType::Int64, i64s(&c.link_pid)),
+        ("proctitle", view(), strings(&c.proctitle)),
+        ("server_args", DataType::Boolean, bools(&c.server_args)),
+        ("capped", DataType::Boolean, bools(&c.capped)),
+        (
+            "_main",
+            DataType::Boolean,
+            Arc::new(BooleanArray::from(c.main.clone())),
+        ),
+        (
+            "_exc",
+            DataType::Boolean,
+            Arc::new(BooleanArray::from(c.exc.clone())),
+        ),
+    ];
+    for (name, dtype, array) in rest {
+        fields.push(Field::new(name, dtype, true));
+        arrays.push(array);
+    }
+    RecordBatch::try_new(Arc::new(Schema::new(fields)), arrays).expect("columns of one length")
+}
+
+fn text(column: &StrColumn) -> ArrayRef {
+    let array: StringViewArray = (0..column.len()).map(|row| column.get(row)).collect();
+    Arc::new(array)
+}

@@ -1,0 +1,102 @@
+//! `logcorr._core`: the Python binding of the line scanner. Files are read and parsed here
+//! with the GIL released; chunks reach polars as Arrow record batches.
+
+mod arrow;
+
+use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt;
+use std::path::PathBuf;
+
+use logcorr_scan::parse::{parse_chunk, said_of, Line};
+use logcorr_scan::scan::{FileSpec, Scanner as Inner};
+use pyo3::prelude::*;
+use pyo3::types::PyBytes;
+
+use crate::arrow::{parsed_batch, ArrowBatch};
+
+/// Reads files (`(file_id, path bytes, display name)`) a chunk at a time and parses them.
+#[pyclass(module = "logcorr._core")]
+struct Scanner {
+    inner: Inner,
+}
+
+#[pymethods]
+impl Scanner {
+    #[new]
+    fn new(
+        files: Vec<(u32, Bound<'_, PyBytes>, String)>,
+        chunk_bytes: usize,
+        max_rows: usize,
+    ) -> Scanner {
+        let specs = files
+            .into_iter()
+            .map(|(file_id, path, display)| FileSpec {
+                file_id,
+                path: PathBuf::from(OsStr::from_bytes(path.as_bytes())),
+                display,
+            })
+            .collect();
+        Scanner {
+            inner: Inner::new(specs, chunk_bytes, max_rows),
+        }
+    }
+
+    /// The next parsed chunk as (batch, bytes of lines, rows); None at the end.
+    fn next_chunk(&mut self, py: Python<'_>) -> Option<(ArrowBatch, usize, usize)> {
+        let inner = &mut self.inner;
+        let parsed = py.detach(|| {
+            inner
+                .next_chunk()
+                .map(|p| (parsed_batch(&p.columns), p.bytes, p.rows))
+        })?;
+        Some((ArrowBatch::new(parsed.0), parsed.1, parsed.2))
+    }
+
+    /// The warnings so far (files that stopped early), taken.
+    fn take_warnings(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.inner.reader.warnings)
+    }
+}
+
+/// Parse physical lines given as columns (`before`: the raw lines right before them, for
+/// their first lines): the parts of a chunk, as the scanner makes them from files.
+#[pyfunction]
+fn parse_lines(
+    py: Python<'_>,
+    file_ids: Vec<u32>,
+    lines: Vec<u32>,
+    texts: Vec<String>,
+    before: Vec<(u32, u32, String)>,
+) -> ArrowBatch {
+    let batch = py.detach(|| {
+        let rows: Vec<Line<'_>> = file_ids
+            .iter()
+            .zip(&lines)
+            .zip(&texts)
+            .map(|((&file_id, &line), text)| Line {
+                file_id,
+                line,
+                text,
+            })
+            .collect();
+        let context: Vec<Line<'_>> = before
+            .iter()
+            .map(|(file_id, line, text)| Line {
+                file_id: *file_id,
+                line: *line,
+                text,
+            })
+            .collect();
+        let (columns, _) = parse_chunk(&rows, &said_of(&context));
+        parsed_batch(&columns)
+    });
+    ArrowBatch::new(batch)
+}
+
+#[pymodule]
+fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<Scanner>()?;
+    m.add_function(wrap_pyfunction!(parse_lines, m)?)?;
+    m.add_class::<ArrowBatch>()?;
+    Ok(())
+}

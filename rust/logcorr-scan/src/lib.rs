@@ -1,0 +1,19 @@
+//! logcorr's line scanner: every byte of a log set read once, per-line work done here.
+//!
+//! `read` turns files into blocks of physical lines (gzip by magic, CRLF, damaged streams),
+//! `parse` turns a chunk of lines into record parts with their fields (wrappers, glued lines,
+//! the line families), `scan` ties them into a chunked reader. No Python here: the binding
+//! crate hands the columns to polars.
+
+#![forbid(unsafe_code)]
+
+pub mod families;
+pub mod model;
+pub mod parse;
+pub mod parts;
+pub mod patterns;
+pub mod read;
+pub mod scan;
+pub mod stamp;
+pub mod text;
+pub mod wrappers;

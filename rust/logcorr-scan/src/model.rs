@@ -1,0 +1,311 @@
+//! What the scanner says of each record part: the fields a line carries (`Fields`), and the
+//! columns a chunk of them is gathered into (`Columns`), in the order of the parsed schema.
+
+use std::borrow::Cow;
+
+/// A line family (the `source` column).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Source {
+    Sglang,
+    Nccl,
+    Torch,
+    Glog,
+    Traceback,
+    Faulthandler,
+    Cpp,
+    Pyspy,
+    Uvicorn,
+    Tqdm,
+    Cann,
+    Gloo,
+    Router,
+    Ucx,
+    /// bash reporting a job it ran (`… Killed   python …`)
+    Shell,
+    #[default]
+    Other,
+}
+
+impl Source {
+    pub const ALL: [Source; 16] = [
+        Source::Sglang,
+        Source::Nccl,
+        Source::Torch,
+        Source::Glog,
+        Source::Traceback,
+        Source::Faulthandler,
+        Source::Cpp,
+        Source::Pyspy,
+        Source::Uvicorn,
+        Source::Tqdm,
+        Source::Cann,
+        Source::Gloo,
+        Source::Router,
+        Source::Ucx,
+        Source::Shell,
+        Source::Other,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Source::Sglang => "sglang",
+            Source::Nccl => "nccl",
+            Source::Torch => "torch",
+            Source::Glog => "glog",
+            Source::Traceback => "traceback",
+            Source::Faulthandler => "faulthandler",
+            Source::Cpp => "cpp",
+            Source::Pyspy => "pyspy",
+            Source::Uvicorn => "uvicorn",
+            Source::Tqdm => "tqdm",
+            Source::Cann => "cann",
+            Source::Gloo => "gloo",
+            Source::Router => "router",
+            Source::Ucx => "ucx",
+            Source::Shell => "shell",
+            Source::Other => "other",
+        }
+    }
+}
+
+/// A process role a line proves (the `role` column).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Role {
+    Scheduler,
+    Main,
+    Detokenizer,
+    DpController,
+    TokenizerWorker,
+    Router,
+    Encoder,
+}
+
+impl Role {
+    pub fn name(self) -> &'static str {
+        match self {
+            Role::Scheduler => "scheduler",
+            Role::Main => "main",
+            Role::Detokenizer => "detokenizer",
+            Role::DpController => "dp_controller",
+            Role::TokenizerWorker => "tokenizer_worker",
+            Role::Router => "router",
+            Role::Encoder => "encoder",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Role> {
+        Some(match name {
+            "scheduler" => Role::Scheduler,
+            "main" => Role::Main,
+            "detokenizer" => Role::Detokenizer,
+            "dp_controller" => Role::DpController,
+            "tokenizer_worker" => Role::TokenizerWorker,
+            "router" => Role::Router,
+            "encoder" => Role::Encoder,
+            _ => return None,
+        })
+    }
+}
+
+/// The SGLang prefix tokens, in the order of their columns (`p_dp` … `p_pid`).
+pub const PREFIX_KEYS: [&str; 7] = ["DP", "PP", "ATTN_CP", "MOE_DP", "TP", "EP", "PID"];
+
+/// Everything one record part says about itself. Strings borrow from the line where they can.
+#[derive(Clone, Debug, Default)]
+pub struct Fields<'a> {
+    pub part: u16,
+    pub text: Cow<'a, str>,
+    pub msg: Option<Cow<'a, str>>,
+    pub source: Source,
+    pub role: Option<Role>,
+    pub starts_record: Option<bool>,
+    pub ts: Option<i64>,
+    pub ts_has_date: Option<bool>,
+    pub ts_has_year: Option<bool>,
+    pub wrap_ts: Option<i64>,
+    pub stream: Option<Cow<'a, str>>,
+    pub host: Option<Cow<'a, str>>,
+    pub pid: Option<i64>,
+    pub tid: Option<i64>,
+    pub device_id: Option<i32>,
+    pub prefix: [Option<i32>; 7],
+    pub torch_rank: Option<i32>,
+    pub pg_id: Option<i32>,
+    pub pg_guid: Option<Cow<'a, str>>,
+    pub pg_desc: Option<Cow<'a, str>>,
+    pub pg_rank: Option<i32>,
+    pub seq: Option<i64>,
+    pub op: Option<Cow<'a, str>>,
+    pub last_enqueued: Option<i64>,
+    pub last_completed: Option<i64>,
+    pub comm: Option<Cow<'a, str>>,
+    pub comm_id: Option<Cow<'a, str>>,
+    pub comm_rank: Option<i32>,
+    pub comm_nranks: Option<i32>,
+    pub nccl_phase: Option<Cow<'a, str>>,
+    pub gloo_rank: Option<i32>,
+    pub gloo_size: Option<i32>,
+    pub link_pid: Option<i64>,
+    pub proctitle: Option<Cow<'a, str>>,
+    pub server_args: Option<bool>,
+    pub capped: Option<bool>,
+    /// An NCCL line of the process's main thread (tid == pid).
+    pub main: bool,
+    /// The line opens an exception record (`… hit an exception`, `Traceback …`).
+    pub exc: bool,
+}
+
+/// A column of optional strings: their bytes one after the other.
+#[derive(Debug, Default, Clone)]
+pub struct StrColumn {
+    pub data: Vec<u8>,
+    /// (offset, length) into `data`; None for a null.
+    pub spans: Vec<Option<(u32, u32)>>,
+}
+
+impl StrColumn {
+    pub fn push(&mut self, value: Option<&str>) {
+        self.spans.push(value.map(|v| {
+            let at = self.data.len() as u32;
+            self.data.extend_from_slice(v.as_bytes());
+            (at, v.len() as u32)
+        }));
+    }
+
+    pub fn get(&self, row: usize) -> Option<&str> {
+        self.spans[row].map(|(at, len)| {
+            std::str::from_utf8(&self.data[at as usize..(at + len) as usize]).expect("utf-8")
+        })
+    }
+
+    pub fn len(&self) -> usize {
+        self.spans.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.spans.is_empty()
+    }
+}
+
+/// The record parts of a chunk, column by column.
+#[derive(Debug, Default, Clone)]
+pub struct Columns {
+    pub file_id: Vec<u32>,
+    pub line: Vec<u32>,
+    pub part: Vec<u16>,
+    pub text: StrColumn,
+    pub msg: StrColumn,
+    pub source: Vec<u8>,
+    pub role: Vec<Option<u8>>,
+    pub starts_record: Vec<Option<bool>>,
+    pub ts: Vec<Option<i64>>,
+    pub ts_has_date: Vec<Option<bool>>,
+    pub ts_has_year: Vec<Option<bool>>,
+    pub wrap_ts: Vec<Option<i64>>,
+    pub stream: StrColumn,
+    pub host: StrColumn,
+    pub pid: Vec<Option<i64>>,
+    pub tid: Vec<Option<i64>>,
+    pub device_id: Vec<Option<i32>>,
+    pub prefix: [Vec<Option<i32>>; 7],
+    pub torch_rank: Vec<Option<i32>>,
+    pub pg_id: Vec<Option<i32>>,
+    pub pg_guid: StrColumn,
+    pub pg_desc: StrColumn,
+    pub pg_rank: Vec<Option<i32>>,
+    pub seq: Vec<Option<i64>>,
+    pub op: StrColumn,
+    pub last_enqueued: Vec<Option<i64>>,
+    pub last_completed: Vec<Option<i64>>,
+    pub comm: StrColumn,
+    pub comm_id: StrColumn,
+    pub comm_rank: Vec<Option<i32>>,
+    pub comm_nranks: Vec<Option<i32>>,
+    pub nccl_phase: StrColumn,
+    pub gloo_rank: Vec<Option<i32>>,
+    pub gloo_size: Vec<Option<i32>>,
+    pub link_pid: Vec<Option<i64>>,
+    pub proctitle: StrColumn,
+    pub server_args: Vec<Option<bool>>,
+    pub capped: Vec<Option<bool>>,
+    pub main: Vec<bool>,
+    pub exc: Vec<bool>,
+}
+
+/// The role codes of `Columns::role` (index + 1 of this list... as stored: the index).
+pub const ROLES: [Role; 7] = [
+    Role::Scheduler,
+    Role::Main,
+    Role::Detokenizer,
+    Role::DpController,
+    Role::TokenizerWorker,
+    Role::Router,
+    Role::Encoder,
+];
+
+fn source_code(source: Source) -> u8 {
+    Source::ALL
+        .iter()
+        .position(|s| *s == source)
+        .expect("a source") as u8
+}
+
+fn role_code(role: Role) -> u8 {
+    ROLES.iter().position(|r| *r == role).expect("a role") as u8
+}
+
+impl Columns {
+    pub fn len(&self) -> usize {
+        self.file_id.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.file_id.is_empty()
+    }
+
+    /// Append one part of physical line `line` of file `file_id`.
+    pub fn push(&mut self, file_id: u32, line: u32, f: &Fields<'_>) {
+        self.file_id.push(file_id);
+        self.line.push(line);
+        self.part.push(f.part);
+        self.text.push(Some(&f.text));
+        self.msg.push(f.msg.as_deref());
+        self.source.push(source_code(f.source));
+        self.role.push(f.role.map(role_code));
+        self.starts_record.push(f.starts_record);
+        self.ts.push(f.ts);
+        self.ts_has_date.push(f.ts_has_date);
+        self.ts_has_year.push(f.ts_has_year);
+        self.wrap_ts.push(f.wrap_ts);
+        self.stream.push(f.stream.as_deref());
+        self.host.push(f.host.as_deref());
+        self.pid.push(f.pid);
+        self.tid.push(f.tid);
+        self.device_id.push(f.device_id);
+        for (column, value) in self.prefix.iter_mut().zip(f.prefix) {
+            column.push(value);
+        }
+        self.torch_rank.push(f.torch_rank);
+        self.pg_id.push(f.pg_id);
+        self.pg_guid.push(f.pg_guid.as_deref());
+        self.pg_desc.push(f.pg_desc.as_deref());
+        self.pg_rank.push(f.pg_rank);
+        self.seq.push(f.seq);
+        self.op.push(f.op.as_deref());
+        self.last_enqueued.push(f.last_enqueued);
+        self.last_completed.push(f.last_completed);
+        self.comm.push(f.comm.as_deref());
+        self.comm_id.push(f.comm_id.as_deref());
+        self.comm_rank.push(f.comm_rank);
+        self.comm_nranks.push(f.comm_nranks);
+        self.nccl_phase.push(f.nccl_phase.as_deref());
+        self.gloo_rank.push(f.gloo_rank);
+        self.gloo_size.push(f.gloo_size);
+        self.link_pid.push(f.link_pid);
+        self.proctitle.push(f.proctitle.as_deref());
+        self.server_args.push(f.server_args);
+        self.capped.push(f.capped);
+        self.main.push(f.main);
+        self.exc.push(f.exc);
+    }
+}

@@ -1,0 +1,239 @@
+//! Files -> chunks of parsed record parts, in (file, line) order.
+//!
+//! A chunk holds about `chunk_bytes` of lines and at most `max_rows` of them: a large file is
+//! cut at line ends, small files are gathered (so 10,000 small files are not 10,000 chunks), and
+//! a large file starts a chunk of its own (the chunks of two large files share no file).
+
+use std::collections::VecDeque;
+use std::io;
+use std::path::PathBuf;
+
+use crate::model::Columns;
+use crate::parse::{parse_chunk, Line, Said};
+use crate::read::{split_lines, Blocks, Pieces, Problem};
+
+/// One input file: its number and where it is, and how to name it in a warning.
+#[derive(Clone, Debug)]
+pub struct FileSpec {
+    pub file_id: u32,
+    pub path: PathBuf,
+    pub display: String,
+}
+
+/// Consecutive lines of one file, decoded.
+#[derive(Debug)]
+pub struct Block {
+    pub file_id: u32,
+    pub first_line: u32,
+    pub text: String,
+    pub lines: Vec<(usize, usize)>,
+}
+
+impl Block {
+    /// Its size as the chunking counts it: the lines' bytes and 8 a line.
+    fn size(&self) -> usize {
+        self.lines.iter().map(|(a, b)| b - a + 8).sum()
+    }
+
+    /// The block's lines from `from` on as a block of their own (the rest stays).
+    fn split_off(&mut self, from: usize) -> Block {
+        let lines = self.lines.split_off(from);
+        Block {
+            file_id: self.file_id,
+            first_line: self.first_line + from as u32,
+            text: self.text.clone(),
+            lines,
+        }
+    }
+}
+
+/// The raw lines of a chunk.
+#[derive(Debug, Default)]
+pub struct RawChunk {
+    pub blocks: Vec<Block>,
+}
+
+impl RawChunk {
+    pub fn lines(&self) -> Vec<Line<'_>> {
+        let mut out = Vec::with_capacity(self.rows());
+        for block in &self.blocks {
+            for (i, &(a, b)) in block.lines.iter().enumerate() {
+                out.push(Line {
+                    file_id: block.file_id,
+                    line: block.first_line + i as u32,
+                    text: &block.text[a..b],
+                });
+            }
+        }
+        out
+    }
+
+    pub fn rows(&self) -> usize {
+        self.blocks.iter().map(|b| b.lines.len()).sum()
+    }
+
+    pub fn bytes(&self) -> usize {
+        self.blocks
+            .iter()
+            .map(|b| b.lines.iter().map(|(a, z)| z - a + 1).sum::<usize>())
+            .sum()
+    }
+}
+
+/// Reads files into chunks of raw lines.
+pub struct ChunkReader {
+    files: VecDeque<FileSpec>,
+    current: Option<(FileSpec, Blocks, u32)>,
+    chunk_bytes: usize,
+    max_rows: usize,
+    queued: VecDeque<Block>,
+    pub warnings: Vec<String>,
+}
+
+impl ChunkReader {
+    pub fn new(files: Vec<FileSpec>, chunk_bytes: usize, max_rows: usize) -> ChunkReader {
+        ChunkReader {
+            files: files.into(),
+            current: None,
+            chunk_bytes: chunk_bytes.max(1),
+            max_rows: max_rows.max(1),
+            queued: VecDeque::new(),
+            warnings: Vec::new(),
+        }
+    }
+
+    /// The next block of lines (at most `max_rows`), in file order.
+    fn next_block(&mut self) -> Option<Block> {
+        if let Some(block) = self.queued.pop_front() {
+            return Some(block);
+        }
+        loop {
+            if self.current.is_none() {
+                let spec = self.files.pop_front()?;
+                match Pieces::open(&spec.path) {
+                    Ok(pieces) => {
+                        let blocks = Blocks::new(pieces, self.chunk_bytes);
+                        self.current = Some((spec, blocks, 1));
+                    }
+                    Err(error) => {
+                        self.warnings.push(format!(
+                            "{}: read failed: {}",
+                            spec.display,
+                            reason(&error)
+                        ));
+                        continue;
+                    }
+                }
+            }
+            let (spec, blocks, next_line) = self.current.as_mut().expect("a file");
+            match blocks.next() {
+                Some(bytes) => {
+                    let text = match String::from_utf8(bytes) {
+                        Ok(text) => text,
+                        Err(error) => String::from_utf8_lossy(error.as_bytes()).into_owned(),
+                    };
+                    let lines = split_lines(&text);
+                    if lines.is_empty() {
+                        continue;
+                    }
+                    let mut block = Block {
+                        file_id: spec.file_id,
+                        first_line: *next_line,
+                        text,
+                        lines,
+                    };
+                    *next_line += block.lines.len() as u32;
+                    while block.lines.len() > self.max_rows {
+                        let rest = block.split_off(self.max_rows);
+                        self.queued.push_back(std::mem::replace(&mut block, rest));
+                    }
+                    self.queued.push_back(block);
+                    return self.queued.pop_front();
+                }
+                None => {
+                    if let Some(problem) = blocks.problem.take() {
+                        self.warnings.push(problem_warning(&spec.display, &problem));
+                    }
+                    self.current = None;
+                }
+            }
+        }
+    }
+
+    /// The next chunk of raw lines; None when every file has been read.
+    pub fn next_chunk(&mut self) -> Option<RawChunk> {
+        let mut chunk = RawChunk::default();
+        let mut size = 0;
+        let mut rows = 0;
+        while let Some(block) = self.next_block() {
+            let grown = block.size();
+            let starts_large = grown >= self.chunk_bytes && block.first_line == 1;
+            if !chunk.blocks.is_empty()
+                && (starts_large || rows + block.lines.len() > self.max_rows)
+            {
+                self.queued.push_front(block);
+                return Some(chunk);
+            }
+            rows += block.lines.len();
+            size += grown;
+            chunk.blocks.push(block);
+            if size >= self.chunk_bytes || rows >= self.max_rows {
+                return Some(chunk);
+            }
+        }
+        (!chunk.blocks.is_empty()).then_some(chunk)
+    }
+}
+
+fn reason(error: &io::Error) -> String {
+    match error.kind() {
+        io::ErrorKind::PermissionDenied => {
+            "permission denied (make it readable, e.g. chmod a+r)".into()
+        }
+        _ => error.to_string(),
+    }
+}
+
+fn problem_warning(display: &str, problem: &Problem) -> String {
+    match problem {
+        Problem::Gzip(why) => format!(
+            "{display}: truncated or corrupt gzip ({why}); kept the lines that decoded before it"
+        ),
+        Problem::Io(why) => format!("{display}: read failed: {why}"),
+    }
+}
+
+/// Reads and parses files a chunk at a time, carrying what the last lines of a chunk say to
+/// the next one.
+pub struct Scanner {
+    pub reader: ChunkReader,
+    said: Vec<Said>,
+}
+
+/// A parsed chunk: its parts, and how many bytes of lines it holds.
+pub struct Parsed {
+    pub columns: Columns,
+    pub bytes: usize,
+    pub rows: usize,
+}
+
+impl Scanner {
+    pub fn new(files: Vec<FileSpec>, chunk_bytes: usize, max_rows: usize) -> Scanner {
+        Scanner {
+            reader: ChunkReader::new(files, chunk_bytes, max_rows),
+            said: Vec::new(),
+        }
+    }
+
+    pub fn next_chunk(&mut self) -> Option<Parsed> {
+        let raw = self.reader.next_chunk()?;
+        let lines = raw.lines();
+        let (columns, said) = parse_chunk(&lines, &self.said);
+        self.said = said;
+        Some(Parsed {
+            columns,
+            bytes: raw.bytes(),
+            rows: lines.len(),
+        })
+    }
+}

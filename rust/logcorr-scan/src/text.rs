@@ -1,0 +1,103 @@
+//! String helpers with the semantics the analysis was defined in: slicing counts characters
+//! (code points), searching reports byte offsets, integers parse as polars casts them.
+
+/// The byte offset of character `chars` of `s` (its length when `s` is shorter).
+pub fn byte_at(s: &str, chars: usize) -> usize {
+    if chars >= s.len() {
+        // (at most one byte a character: past the end either way when ASCII)
+        if s.is_ascii() {
+            return s.len();
+        }
+    } else if s.as_bytes()[..chars].is_ascii() {
+        return chars;
+    }
+    s.char_indices().nth(chars).map_or(s.len(), |(at, _)| at)
+}
+
+/// `len` characters of `s` from character `start` (to the end when `len` is None).
+pub fn slice_chars(s: &str, start: usize, len: Option<usize>) -> &str {
+    let from = byte_at(s, start);
+    let rest = &s[from..];
+    match len {
+        None => rest,
+        Some(n) => &rest[..byte_at(rest, n)],
+    }
+}
+
+/// The number of characters of `s`.
+pub fn len_chars(s: &str) -> usize {
+    if s.is_ascii() {
+        s.len()
+    } else {
+        s.chars().count()
+    }
+}
+
+/// How many times `needle` occurs in `s` without overlapping, counting up to `limit`.
+pub fn count_up_to(s: &[u8], needle: &[u8], limit: usize) -> usize {
+    let finder = memchr::memmem::Finder::new(needle);
+    let mut at = 0;
+    let mut count = 0;
+    while count < limit {
+        match finder.find(&s[at..]) {
+            Some(found) => {
+                count += 1;
+                at += found + needle.len();
+            }
+            None => break,
+        }
+    }
+    count
+}
+
+/// The byte offset of the first `needle` in `s`.
+pub fn find(s: &str, needle: &str) -> Option<usize> {
+    memchr::memmem::find(s.as_bytes(), needle.as_bytes())
+}
+
+/// An integer as a polars cast from text reads it (sign allowed, ASCII digits only, no
+/// blanks); None when it does not fit.
+pub fn int<T: std::str::FromStr>(s: &str) -> Option<T> {
+    s.parse().ok()
+}
+
+/// `s` without whitespace at both ends (Unicode White_Space, as polars' `strip_chars`).
+pub fn strip(s: &str) -> &str {
+    s.trim()
+}
+
+/// Whether `s` starts with any of `starts`.
+pub fn starts_any(s: &str, starts: &[&str]) -> bool {
+    starts.iter().any(|start| s.starts_with(start))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slices_count_characters() {
+        assert_eq!(slice_chars("aé b", 3, None), "b");
+        assert_eq!(slice_chars("abcdef", 1, Some(2)), "bc");
+        assert_eq!(slice_chars("ab", 5, Some(2)), "");
+        assert_eq!(slice_chars("é", 0, Some(5)), "é");
+        assert_eq!(len_chars("aé"), 2);
+    }
+
+    #[test]
+    fn counts_stop_at_the_limit() {
+        assert_eq!(count_up_to(b" NCCL  NCCL x NCCL ", b" NCCL ", 9), 3);
+        assert_eq!(count_up_to(b" NCCL NCCL ", b" NCCL ", 9), 1);
+        assert_eq!(count_up_to(b"[20[20[20", b"[20", 2), 2);
+    }
+
+    #[test]
+    fn integers_read_as_polars_casts() {
+        assert_eq!(int::<i32>("+5"), Some(5));
+        assert_eq!(int::<i32>("05"), Some(5));
+        assert_eq!(int::<i32>(" 5"), None);
+        assert_eq!(int::<i32>(""), None);
+        assert_eq!(int::<i32>("99999999999"), None);
+        assert_eq!(int::<i32>("٣"), None);
+    }
+}

@@ -1,0 +1,199 @@
+//! Outer prefixes added by launchers, collectors and viewers, peeled before parsing (outermost
+//! first, every piece optional): a pdsh host, a docker compose service, an srun task label,
+//! NULs and ANSI codes, a viewer's line number, kubectl's pod prefix, CRI / kubectl / Loki /
+//! collector stamps, a relaying Python logger, a vLLM-style logger prefix, milabench's host, a
+//! Ray actor, torchrun's `[default0]:[rank0]:`. Docker's json-file driver is an envelope: its
+//! `log` string is decoded first and the shapes are peeled from that.
+//!
+//! The line's text is never changed: the peel says where the body starts and what the
+//! wrapper's pieces name.
+
+use std::borrow::Cow;
+
+use crate::patterns as p;
+use crate::stamp::{self, Format};
+use crate::text::{int, len_chars, slice_chars};
+
+/// A line's wrapper: what it is, where the body starts, and the fields it gives.
+#[derive(Debug, Default, Clone)]
+pub struct Peeled<'a> {
+    /// The peeled prefix of the text ("" when none, and for a Docker envelope).
+    pub wrap: Cow<'a, str>,
+    /// The rest of the line (a Docker envelope's decoded `log` string without its prefixes).
+    pub body: Cow<'a, str>,
+    /// A Docker json-file line (its parts could not make up the line: it is never split).
+    pub json: bool,
+    /// A collector's or container runtime's zoned time, in UTC.
+    pub wrap_ts: Option<i64>,
+    /// A relay's own stamp (naive local time) and whether it lacks the year.
+    pub ts: Option<i64>,
+    pub no_year: bool,
+    pub host: Option<String>,
+    pub torch_rank: Option<i32>,
+    pub stream: Option<String>,
+}
+
+/// The `pdsh` host and the line under it (`inner`).
+pub fn pdsh(text: &str) -> (Option<&str>, &str) {
+    match p::PDSH_RE.captures(text).and_then(|c| c.get(1)) {
+        Some(host) => {
+            let host = host.as_str();
+            (Some(host), slice_chars(text, len_chars(host) + 2, None))
+        }
+        None => (None, text),
+    }
+}
+
+/// Whether a line under its pdsh host is a Docker json-file envelope.
+pub fn is_docker(inner: &str) -> bool {
+    inner.starts_with("{\"log\":\"")
+}
+
+/// Peel one line (`docker`: some line of the chunk is a Docker envelope, so the envelope's
+/// time is read on every line).
+pub fn peel(text: &str, docker: bool) -> Peeled<'_> {
+    let (pdsh_host, inner) = pdsh(text);
+    let mut out = Peeled::default();
+    let mut inner: Cow<'_, str> = Cow::Borrowed(inner);
+    let mut envelope_time = None;
+    if docker {
+        envelope_time = p::DOCKER_TIME_RE
+            .captures(&inner)
+            .and_then(|c| c.get(1))
+            .and_then(|t| stamp::parse(t.as_str(), Format::IsoZ));
+        let decoded = p::DOCKER_LOG_RE
+            .captures(&inner)
+            .and_then(|c| c.get(1))
+            .map(|raw| decode_json(raw.as_str()));
+        if let Some(decoded) = decoded {
+            out.json = true;
+            inner = Cow::Owned(decoded);
+        }
+    }
+    let mut wlen = 0;
+    if p::WRAP_STARTS_RE.is_match(&inner) {
+        wlen = wrapper_fields(&inner, &mut out);
+    }
+    out.host = pdsh_host.map(str::to_string).or(out.host.take());
+    out.wrap_ts = out.wrap_ts.or(envelope_time);
+    if out.json {
+        out.wrap = Cow::Borrowed("");
+        out.body = Cow::Owned(slice_chars(&inner, wlen, None).to_string());
+    } else {
+        let prefix = pdsh_host.map_or(0, |h| len_chars(h) + 2) + wlen;
+        out.wrap = Cow::Borrowed(slice_chars(text, 0, Some(prefix)));
+        out.body = Cow::Borrowed(slice_chars(text, prefix, None));
+    }
+    out
+}
+
+/// Read the wrapper pieces of a line whose first characters look wrapped; the prefix's length
+/// in characters.
+fn wrapper_fields(inner: &str, out: &mut Peeled<'_>) -> usize {
+    let Some(c) = p::WRAP_RE.captures(inner) else {
+        return 0;
+    };
+    let get = |name: &str| c.name(name).map(|m| m.as_str());
+    let zoned = get("cri").or(get("kts")).and_then(|t| {
+        let t = t
+            .strip_suffix('Z')
+            .map_or(Cow::Borrowed(t), |s| Cow::Owned(format!("{s}+00:00")));
+        stamp::parse(&t, Format::IsoOffset)
+    });
+    let utc = get("loki")
+        .or(get("coll"))
+        .and_then(|t| stamp::parse(t, Format::IsoZ));
+    out.wrap_ts = zoned.or(utc);
+    let relay = get("lts")
+        .and_then(|t| stamp::parse(t, Format::Millis))
+        .or_else(|| {
+            get("pylog").and_then(|t| stamp::parse(&t.replacen(',', ".", 1), Format::Millis))
+        })
+        .or_else(|| {
+            let mmdd = format!("{}{}", get("vmd")?, get("vday")?);
+            stamp::month_day(&mmdd, get("vhms")?, get("vfrac"))
+        });
+    out.ts = relay;
+    out.no_year = get("vmd").is_some();
+    out.host = get("lhost").or(get("mhost")).map(str::to_string);
+    out.torch_rank = get("trank").and_then(int);
+    out.stream = get("kpod")
+        .map(str::to_string)
+        .or_else(|| get("ray").map(str::to_string))
+        .or_else(|| get("task").map(|t| format!("task={t}")))
+        .or_else(|| get("compose").map(str::to_string));
+    get("wrap").map_or(0, len_chars)
+}
+
+/// A Docker `log` string decoded (its final newline removed): JSON escapes read left to
+/// right; Go's `\u` escapes of <, >, &, ESC, NUL and the line separators; others kept.
+pub fn decode_json(raw: &str) -> String {
+    let raw = match p::DOCKER_END_RE.find(raw) {
+        Some(m) => format!("{}{}", &raw[..m.start()], &raw[m.end()..]),
+        None => raw.to_string(),
+    };
+    const ESCAPES: [(&str, &str); 15] = [
+        ("\\\\", "\\"),
+        ("\\\"", "\""),
+        ("\\/", "/"),
+        ("\\n", "\n"),
+        ("\\r", "\r"),
+        ("\\t", "\t"),
+        ("\\b", "\u{8}"),
+        ("\\f", "\u{c}"),
+        ("\\u003c", "<"),
+        ("\\u003e", ">"),
+        ("\\u0026", "&"),
+        ("\\u001b", "\u{1b}"),
+        ("\\u0000", "\u{0}"),
+        ("\\u2028", "\u{2028}"),
+        ("\\u2029", "\u{2029}"),
+    ];
+    let mut out = String::with_capacity(raw.len());
+    let mut rest = raw.as_str();
+    'outer: while let Some(at) = rest.find('\\') {
+        out.push_str(&rest[..at]);
+        rest = &rest[at..];
+        for (from, to) in ESCAPES {
+            if rest.starts_with(from) {
+                out.push_str(to);
+                rest = &rest[from.len()..];
+                continue 'outer;
+            }
+        }
+        out.push('\\');
+        rest = &rest[1..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// `body` without colour codes and Ray's dedup suffix (only bodies holding a hint are touched).
+pub fn clean(body: &str) -> Cow<'_, str> {
+    if p::JUNK_HINT_RE.is_match(body) {
+        p::JUNK_RE.replace_all(body, "")
+    } else {
+        Cow::Borrowed(body)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_escapes_read_left_to_right() {
+        assert_eq!(decode_json(r#"a\\nb\n"#), "a\\nb");
+        assert_eq!(
+            decode_json(r#"\u001b[0m\"x\"\u00e9"#),
+            "\u{1b}[0m\"x\"\\u00e9"
+        );
+    }
+
+    #[test]
+    fn kubectl_prefix_names_the_stream() {
+        let peeled = peel("[pod/sglang-0/sglang] [2026-11-29 10:00:00 TP0] x", false);
+        assert_eq!(peeled.stream.as_deref(), Some("pod/sglang-0"));
+        assert_eq!(peeled.body, "[2026-11-29 10:00:00 TP0] x");
+    }
+}
