@@ -1,28 +1,29 @@
 """`analyze(...)`: the one place the stages are chained, a chunk of lines at a time.
 
-parse pass:       paths -> ingest (lines, in chunks) -> formats (fields) -> spill, plus the
-                  small whole-set tables (key rows, server_args lines, exception headers)
-whole set:        launch config (given, or the server_args line in the logs) -> topology ->
-                  resolve.resolve_keys (a process per distinct key row)
-attribution pass: spilled chunk -> resolve.attribute -> timeline (completed time, sort key)
-                  -> output contract (model.TIMELINE_SCHEMA) -> sorted run (stream.py)
-diagnosis:        the events and counts gathered per chunk -> findings
+pass 1 (survey):      paths -> the compiled core reads and parses every chunk and keeps only
+                      small whole-set tables (key rows, server_args lines, exception headers,
+                      each file's first time, the dated times' counts)
+whole set:            launch config (given, or the server_args line in the logs) -> topology ->
+                      resolve.resolve_keys (a process per distinct key row)
+pass 2 (attribution): the core reads and parses each chunk again and attributes it (record
+                      grammar, a file's own process, completed time, sort key, contract
+                      columns) -> sorted run (stream.py), counts and event rows
+diagnosis:            the events and counts gathered per chunk -> findings
 The timeline is then read from the runs by their merge (`Analysis.batches`).
 """
 
 from __future__ import annotations
 
-import threading
-from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+import os
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
-from itertools import chain, pairwise
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 
+from logcorr import _core
 from logcorr.config import (
     LaunchConfig,
     config_from_fields,
@@ -40,54 +41,36 @@ from logcorr.diagnose import (
     thin_events,
 )
 from logcorr.errors import ConfigError
-from logcorr.formats import parse
-from logcorr.formats.parts import MAX_PARTS
-from logcorr.ingest import Skipped, Source, discover, empty_lines
+from logcorr.ingest import Skipped, Source, discover
 from logcorr.model import COORDINATES, TIMELINE_SCHEMA
 from logcorr.output import time_condition
 from logcorr.resolve import (
+    KEY_COLUMNS,
     Attribution,
-    attribute,
     crowded_headers,
-    exception_seconds,
-    key_rows,
-    local_columns,
-    merge_key_rows,
-    next_ghost,
     resolve_keys,
 )
 from logcorr.selector import Selector
 from logcorr.stream import (
     CHUNK_BYTES,
+    NO_TIME,
     SORT_COLUMNS,
     Piece,
     Run,
     Workspace,
     compact,
     head,
-    line_batches,
     memory_budget_for,
     merge,
     numbered,
     piece_rows,
     sorted_by_key,
     tail,
-    time_key,
     write_run,
 )
-from logcorr.timeline import (
-    Carry,
-    Clock,
-    clock_of,
-    complete_timestamps,
-    file_values,
-    first_dated_rows,
-    fully_dated,
-    next_carry,
-    sort_key,
-    ts_text,
-)
+from logcorr.timeline import clock_of
 from logcorr.topology import PREFIX_TOKENS, Topology, build_topology, sizes_of
+
 
 Progress = Callable[[str, int, int], None]
 # Columns the runs keep beside the output contract (for `detail` and record lookups).
@@ -98,10 +81,7 @@ _CHUNK_COLUMNS = (*DETAIL_COLUMNS, "msg", "ts_full", "torch_rank", "pg_desc", "p
                   "comm_nranks", "nccl_phase", "starts_record",
                   "ts_note", "capped")  # (counted: see Tally.notes)
 STAGES = ("reading", "parsing", "attributing", "diagnosing", "done")
-WORKERS = 2  # chunks parsed at once
-PARSE_GROUP = 4  # chunks in a row parsed together (see `_parse_pass`)
-PARSE_BYTES = 40 << 20  # and at most this many bytes of them (peak memory grows with it)
-CONTEXT_LINES = 2  # lines of the previous chunk a chunk's parse may look back at
+MAX_ROWS = 1 << 30  # lines in a chunk at most (besides its bytes)
 KEEP_ROWS = 1000  # rows each run keeps in memory for the terminal's head and tail
 PENDING_ROWS = 1_000_000  # a file's untimed opening rows held back waiting for its first time
 EVENT_ROWS = 200_000  # event rows read before their repeats are cut again
@@ -159,7 +139,7 @@ class Tally:
                     counts[value] = counts.get(value, 0) + n
         cut = int(capped.item() or 0)
         if cut:
-            key = f"lines cut at {MAX_PARTS} parts"
+            key = f"lines cut at {_core.MAX_PARTS} parts"
             self.notes[key] = self.notes.get(key, 0) + cut
         self.procs.update(procs.get_column("proc").to_list())
         self.file_procs += by_file
@@ -266,28 +246,6 @@ def _empty_timeline() -> pl.DataFrame:
     return pl.DataFrame(schema=TIMELINE_SCHEMA)
 
 
-@dataclass
-class _Scan:
-    """What the parse pass keeps of the whole set: small tables only."""
-
-    chunks: list[Piece] = field(default_factory=list)
-    spans: list[tuple[int, int]] = field(default_factory=list)  # each chunk's first, last file
-    firsts: list[pl.DataFrame] = field(default_factory=list)  # each chunk's first row
-    keys: list[pl.DataFrame] = field(default_factory=list)
-    server_args: list[pl.DataFrame] = field(default_factory=list)
-    headers: list[pl.DataFrame] = field(default_factory=list)
-    first_dated: list[pl.DataFrame] = field(default_factory=list)
-
-    def add(self, parsed: _Parsed) -> None:
-        self.chunks += parsed.pieces
-        self.spans += parsed.spans
-        self.firsts += parsed.firsts
-        self.keys.append(parsed.keys)
-        self.server_args.append(parsed.server_args)
-        self.headers.append(parsed.headers)
-        self.first_dated.append(parsed.first_dated)
-
-
 def analyze(
     paths: Sequence[str | Path],
     *,
@@ -301,9 +259,9 @@ def analyze(
 ) -> Analysis:
     """Parse, attribute and align every line under `paths`, a chunk at a time.
 
-    `progress(stage, done, total)` reports each of the STAGES (parsing counts bytes,
-    attributing chunks). `chunk_bytes` (default: `stream.CHUNK_BYTES`, whatever the
-    set's size) bounds how much text is worked on at once.
+    `progress(stage, done, total)` reports each of the STAGES (parsing and attributing count
+    bytes). `chunk_bytes` (default: `stream.CHUNK_BYTES`, whatever the set's size) bounds how
+    much text is worked on at once.
     """
     report = progress or (lambda stage, done, total: None)
     report("reading", 0, 1)
@@ -314,17 +272,19 @@ def analyze(
                           else memory_budget_for(total))
     try:
         chunk = chunk_bytes if chunk_bytes is not None else CHUNK_BYTES
-        scan = _parse_pass(sources, chunk, total, warnings, workspace, report)
-        declared, notes = _server_args_lines(scan.server_args, sources, sglang_version)
+        logs = _core.LogSet([(s.file_id, os.fsencode(s.path), s.display) for s in sources],
+                            max(1, chunk), MAX_ROWS)
+        survey = _survey(logs, total, warnings, report)
+        declared, notes = _server_args_lines([survey["server_args"]], sources, sglang_version)
         topology, topology_source = _topology(config, declared, sglang_version, validate, notes)
         file_nodes = _file_nodes(declared, topology, notes)
-        attribution = resolve_keys(merge_key_rows(scan.keys), topology, file_nodes)
-        crowded = crowded_headers(_stack(scan.headers), attribution)
-        clock = clock_of(scan.first_dated, _median_dated(scan.chunks))
-        chunks, spans, firsts = scan.chunks, scan.spans, scan.firsts
-        del scan  # (its tables are read)
-        runs, tally = _attribute_pass(chunks, spans, firsts, attribution, crowded, clock,
-                                      clock_offsets, sources, file_nodes, workspace, report)
+        keys = pl.DataFrame(survey["keys"])
+        attribution = resolve_keys(keys, topology, file_nodes)
+        crowded = crowded_headers(_headers(survey["headers"], keys), attribution)
+        _start_attribution(logs, survey, attribution, crowded, sources, file_nodes,
+                           clock_offsets)
+        runs, tally = _attribute_pass(logs, total, warnings, workspace, list(file_nodes),
+                                      piece_rows(len(sources)), report)
         contradictions = [*attribution.contradictions, *notes,
                           *_node_mismatches(tally, attribution, file_nodes)]
         contradictions = [_name_file(c, sources) for c in contradictions]
@@ -339,6 +299,154 @@ def analyze(
     report("done", 1, 1)
     return Analysis(runs, tally, topology, topology_source, sources, workspace, warnings,
                     contradictions, attribution.host_nodes, findings, skipped=skipped)
+
+
+def _survey(logs: Any, total: int, warnings: list[str], report: Progress) -> dict[str, Any]:
+    """Pass 1: every chunk read and parsed by the core, only the whole-set tables kept."""
+    done = 0
+    report("parsing", 0, max(1, total))
+    while (read := logs.survey_step()) is not None:
+        done += read
+        report("parsing", min(done, max(1, total)), max(1, total))
+    warnings += logs.take_warnings()
+    tables: dict[str, Any] = logs.survey_tables()
+    tables["server_args"] = pl.DataFrame(
+        tables["server_args"], schema={"file_id": pl.UInt32, "line": pl.UInt32,
+                                       "text": pl.String}, orient="row")
+    return tables
+
+
+def _headers(headers: list[tuple[int, int]], keys: pl.DataFrame) -> pl.DataFrame:
+    """The exception seconds (`resolve.crowded_headers`): (second, key row) of every
+    exception header with a time, as `_second` and the key row's columns."""
+    seconds = pl.DataFrame(headers, schema={"_second": pl.Int64, "_key": pl.UInt32},
+                           orient="row")
+    return (seconds.with_columns(pl.col("_second").cast(pl.Datetime("us")))
+            .join(keys.select(*KEY_COLUMNS, "_key"), on="_key", how="left")
+            .select("_second", *KEY_COLUMNS))
+
+
+def _start_attribution(logs: Any, survey: dict[str, Any], attribution: Attribution,
+                       crowded: pl.DataFrame, sources: list[Source], file_nodes: dict[int, int],
+                       clock_offsets: dict[str, float] | None) -> None:
+    """Hand the core what the whole set says: per key row its process, evidence, role and
+    host; the files that belong to one process or to several; the processes' coordinates;
+    the clock."""
+    table = attribution.table.sort("_key")
+    if table.get_column("_key").to_list() != list(range(table.height)):
+        raise AssertionError("every key row is resolved once")  # a bug, never the input's
+    dated = pl.DataFrame(survey["first_dated"], orient="row", schema={
+        "file_id": pl.UInt32, "_first": pl.Int64, "_wofs": pl.Int64}).with_columns(
+        pl.col("_first").cast(pl.Datetime("us")))
+    overall = survey["median"]
+    clock = clock_of([dated], None if overall is None else
+                     datetime(1970, 1, 1) + timedelta(microseconds=overall))
+    processes = attribution.processes.sort("proc")
+    coordinates: list[tuple[int | None, ...]] = [(None,) * len(COORDINATES)] * (
+        int(processes.get_column("proc").max() or 0) + 1 if processes.height else 0)
+    for row in processes.iter_rows(named=True):
+        coordinates[row["proc"]] = tuple(row[c] for c in COORDINATES)
+    wrap = clock.wrap_default
+    logs.start_attribution(
+        table.get_column("proc").to_list(), table.get_column("evidence").to_list(),
+        table.get_column("conflict").to_list(), table.get_column("_role").to_list(),
+        table.get_column("eff_host").to_list(),
+        [(f, s, _micros(t)) for f, s, t in crowded.iter_rows()],
+        attribution.shared_files,
+        [tuple(r) for r in attribution.file_procs.iter_rows()],
+        None if attribution.local_ranks is None
+        else [tuple(r) for r in attribution.local_ranks.iter_rows()],
+        coordinates, list(file_nodes.items()), [(s.file_id, s.display) for s in sources],
+        survey["first_dated"], overall,
+        None if wrap is None else int(wrap.total_seconds()),
+        [(host, timedelta(seconds=seconds) // timedelta(microseconds=1))
+         for host, seconds in (clock_offsets or {}).items()])
+
+
+def _micros(value: datetime) -> int:
+    return (value - datetime(1970, 1, 1)) // timedelta(microseconds=1)
+
+
+def _attribute_pass(logs: Any, total: int, warnings: list[str], workspace: Workspace,
+                    files_with_nodes: list[int], rows: int, report: Progress
+                    ) -> tuple[list[Run], Tally]:
+    """Pass 2: each chunk attributed by the core, sorted and written as a run (the next
+    chunk of the same file extends it), its counts and event rows taken. A file's opening
+    rows that have no time yet wait (stored like the chunks) for its first time."""
+    tally = Tally()
+    runs: list[Run] = []
+    waiting: dict[int, _Pending] = {}
+    done = 0
+
+    def write(frame: pl.DataFrame) -> None:
+        _write(workspace, frame, runs, tally, files_with_nodes, rows)
+
+    report("attributing", 0, max(1, total))
+    while (step := logs.attribute_step()) is not None:
+        batch, settled, read = step
+        frame = pl.DataFrame(batch)
+        untimed = frame.get_column("_sk").is_null()
+        if untimed.any():
+            for (file_id,), held in frame.filter(untimed).group_by("file_id",
+                                                                   maintain_order=True):
+                waiting.setdefault(int(file_id), _Pending(workspace, int(file_id))).add(held)
+            frame = frame.filter(~untimed)
+        for file_id, key in settled:
+            if file_id in waiting:
+                waiting.pop(file_id).write(key, write)
+        write(frame)
+        done += read
+        report("attributing", min(done, max(1, total)), max(1, total))
+    if waiting:
+        raise AssertionError("the core settles every waiting file")  # a bug, not the input's
+    warnings += logs.take_warnings()
+    return [r for r in runs if r.rows], tally
+
+
+class _Pending:
+    """A file's opening rows that have no time yet, stored like the chunks (a file with no
+    time at all, an NCCL debug file, would otherwise be held whole in memory) until the
+    core says which sort key they take."""
+
+    def __init__(self, workspace: Workspace, file_id: int) -> None:
+        self.workspace = workspace
+        self.file_id = file_id
+        self.pieces: list[Piece] = []
+
+    def add(self, held: pl.DataFrame) -> None:
+        self.pieces.append(self.workspace.write(held, "pending"))
+
+    def write(self, key: int | None, write: Callable[[pl.DataFrame], None]) -> None:
+        """Hand the held rows to `write` with the sort key `key` (None: after every timed
+        row), letting each piece go once read."""
+        for piece in self.pieces:
+            rows = piece.read()
+            self.workspace.release(piece)
+            write(rows.with_columns(pl.lit(NO_TIME if key is None else key, pl.Int64)
+                                    .alias("_sk")))
+        self.pieces = []
+
+
+def _write(workspace: Workspace, frame: pl.DataFrame, runs: list[Run], tally: Tally,
+           files_with_nodes: list[int], rows: int) -> None:
+    if frame.height == 0:
+        return
+    frame = sorted_by_key(frame.with_columns(pl.col("_sk").fill_null(NO_TIME)))
+    tally.add(frame, files_with_nodes)
+    events = event_rows(frame)
+    if events.height > THIN_CHUNK_ROWS:  # (most of a chunk repeating itself: cut it here)
+        events = thin_events(events)
+    tally.events.append(workspace.write(compact(events), "events"))
+    # (`msg`, the message under a wrapper, for the diagnosis's reading of records)
+    stored = [c for c in TIMELINE_SCHEMA if c != "order"] + [*DETAIL_COLUMNS, "msg", "_sk"]
+    write_run(workspace, frame.select(stored), runs, KEEP_ROWS, rows)
+
+
+def _size(source: Source) -> int:
+    try:
+        return source.path.stat().st_size
+    except OSError:
+        return 0
 
 
 def _read_events(pieces: list[Piece], workspace: Workspace) -> pl.DataFrame:
@@ -363,360 +471,6 @@ def _stack(frames: list[pl.DataFrame]) -> pl.DataFrame:
     if not full:
         return frames[0] if frames else pl.DataFrame()
     return pl.concat(full, how="diagonal_relaxed")
-
-
-def _parse_pass(sources: list[Source], chunk_bytes: int, total: int, warnings: list[str],
-                workspace: Workspace, report: Progress) -> _Scan:
-    """Parse chunk by chunk; spill each parsed chunk and keep only the small whole-set tables.
-
-    Up to PARSE_GROUP chunks in a row (at most PARSE_BYTES of them) are parsed as one: a
-    parse costs about as much per call as per line on a few MB, and its working set is a
-    fraction of the attribution's; the parsed rows are stored cut back into the chunks they
-    came from, which the attribution pass then works on one at a time.
-    WORKERS groups are parsed at once (polars works outside the GIL, and much of its string
-    work runs on one core per call); results are taken in chunk order."""
-    scan = _Scan()
-    total = max(1, total)
-    done = 0
-    with ThreadPoolExecutor(max_workers=WORKERS) as pool:
-        running: deque[Future[_Parsed]] = deque()
-        before: pl.DataFrame | None = None  # the previous chunk's last lines
-        for group in chain(_groups(line_batches(sources, chunk_bytes, warnings)), [None]):
-            if group is None:  # the end: an empty chunk gives the tables their columns
-                if scan.keys or running:
-                    break
-                group = [empty_lines()]
-            lines = pl.concat(group) if len(group) > 1 else group[0]
-            done += int(lines.get_column("text").str.len_bytes().sum() or 0) + lines.height
-            report("parsing", min(done, total), total)
-            running.append(pool.submit(_parse_chunk, lines, workspace, before,
-                                       [_first_key(g) for g in group[1:]]))
-            # (a chunk may be shorter than the context; compact: not the whole chunk's text)
-            seen = lines if before is None else pl.concat([before, lines.tail(CONTEXT_LINES)])
-            before = compact(seen.tail(CONTEXT_LINES))
-            if len(running) >= WORKERS:
-                scan.add(running.popleft().result())
-        while running:
-            scan.add(running.popleft().result())
-    return scan
-
-
-def _groups(batches: Iterable[pl.DataFrame]) -> Iterator[list[pl.DataFrame]]:
-    """Consecutive chunks parsed together: at most PARSE_GROUP, and at most PARSE_BYTES."""
-    group: list[pl.DataFrame] = []
-    size = 0
-    for batch in batches:
-        grown = int(batch.estimated_size())
-        if group and (len(group) >= PARSE_GROUP or size + grown > PARSE_BYTES):
-            yield group
-            group, size = [], 0
-        group.append(batch)
-        size += grown
-    if group:
-        yield group
-
-
-def _line_key(file_id: pl.Expr, line: pl.Expr) -> pl.Expr:
-    return file_id.cast(pl.UInt64) * (1 << 32) + line.cast(pl.UInt64)
-
-
-def _first_key(lines: pl.DataFrame) -> int:
-    """The (file, line) of a chunk's first line, as one number (`_line_key`)."""
-    return int(lines.select(_line_key(pl.col("file_id"), pl.col("line")).first()).item())
-
-
-@dataclass
-class _Parsed:
-    """A parsed group of chunks: where each chunk was stored, and their part of the whole-set
-    tables."""
-
-    pieces: list[Piece]
-    spans: list[tuple[int, int]]  # each stored chunk's first and last file
-    firsts: list[pl.DataFrame]  # each stored chunk's first row (_AFTER), for the one before
-    keys: pl.DataFrame
-    server_args: pl.DataFrame
-    headers: pl.DataFrame
-    first_dated: pl.DataFrame
-
-
-def _parse_chunk(lines: pl.DataFrame, workspace: Workspace, before: pl.DataFrame | None = None,
-                 cuts: Sequence[int] = ()) -> _Parsed:
-    """Parse `lines` and store the parsed rows cut before each line of `cuts` (`_first_key`
-    of the chunks after the first): the chunks the lines were gathered from."""
-    parsed = local_columns(parse(lines, before))
-    pieces = [p for p in _cut(parsed, cuts) if p.height]
-    return _Parsed(
-        [workspace.write(p, "parsed") for p in pieces],
-        [_span(p) for p in pieces],
-        [compact(p.head(1).select(_AFTER)) for p in pieces],
-        compact(key_rows(parsed)),
-        compact(parsed.filter(pl.col("server_args").fill_null(False))
-                .select("file_id", "line", pl.coalesce("msg", "text").alias("text"))),
-        exception_seconds(parsed),
-        first_dated_rows(parsed))
-
-
-def _cut(parsed: pl.DataFrame, cuts: Sequence[int]) -> list[pl.DataFrame]:
-    """`parsed` cut before the first row of each line of `cuts` (rows are in file order; every
-    row of a physical line has its file and line number, so a line is never cut apart)."""
-    if not cuts:
-        return [parsed]
-    keys = parsed.select(_line_key(pl.col("file_id"), pl.col("line"))).to_series()
-    at = [0, *keys.search_sorted(pl.Series(list(cuts), dtype=pl.UInt64), side="left").to_list(),
-          parsed.height]
-    return [parsed.slice(a, b - a) for a, b in pairwise(at)]
-
-
-def _span(frame: pl.DataFrame) -> tuple[int, int]:
-    if frame.height == 0:
-        return (0, 0)
-    files = frame.get_column("file_id")
-    return int(files[0]), int(files[-1])
-
-
-def _linked(spans: list[tuple[int, int]]) -> list[range]:
-    """The chunks in runs that carry state from one to the next: a chunk goes on from the one
-    before when it starts in the file that one ends in."""
-    starts = [i for i in range(len(spans)) if i == 0 or spans[i][0] != spans[i - 1][1]]
-    return [range(a, b) for a, b in zip(starts, [*starts[1:], len(spans)])]
-
-
-def _size(source: Source) -> int:
-    try:
-        return source.path.stat().st_size
-    except OSError:
-        return 0
-
-
-def _median_dated(chunks: list[Piece]) -> Any:
-    if not chunks:
-        return None
-    return (pl.concat([c.scan() for c in chunks]).filter(fully_dated())
-            .select(pl.col("ts").median()).collect(engine="streaming").item())
-
-
-def _attribute_pass(chunks: list[Piece], spans: list[tuple[int, int]],
-                    firsts: list[pl.DataFrame], attribution: Attribution, crowded: pl.DataFrame, clock: Clock,
-                    clock_offsets: dict[str, float] | None, sources: list[Source],
-                    file_nodes: dict[int, int], workspace: Workspace, report: Progress
-                    ) -> tuple[list[Run], Tally]:
-    """Attribute and time each stored chunk, carrying each file's state into the next chunk;
-    write every chunk as a sorted run.
-
-    The carried state makes a run of chunks that share files (`_linked`) sequential; WORKERS
-    such runs are worked on at once (the chunks of two large files share nothing). Each run
-    of chunks keeps its own runs and counts, put together in chunk order at the end: the
-    same as one pass over all chunks would give."""
-    step = _Step(chunks, attribution, crowded, clock, clock_offsets, _file_names(sources),
-                 file_nodes, workspace, piece_rows(min(len(chunks), len(sources))), report,
-                 firsts)
-    report("attributing", 0, len(chunks))
-    with ThreadPoolExecutor(max_workers=WORKERS) as pool:
-        parts = [f.result() for f in [pool.submit(step.linked, linked)
-                                      for linked in _linked(spans)]]
-    report("attributing", len(chunks), len(chunks))
-    tally = Tally()
-    for _, part in parts:
-        tally.extend(part)
-    return [r for runs, _ in parts for r in runs if r.rows], tally
-
-
-@dataclass
-class _Step:
-    """What attributing a run of chunks reads (the whole-set tables), and the progress."""
-
-    chunks: list[Piece]
-    attribution: Attribution
-    crowded: pl.DataFrame
-    clock: Clock
-    clock_offsets: dict[str, float] | None
-    names: pl.DataFrame
-    file_nodes: dict[int, int]
-    workspace: Workspace
-    rows: int
-    report: Progress
-    firsts: list[pl.DataFrame]  # each chunk's first row (`_AFTER`)
-    done: int = 0
-    lock: threading.Lock = field(default_factory=threading.Lock)
-
-    def linked(self, indices: range) -> tuple[list[Run], Tally]:
-        """Attribute chunks that carry state one to the next; reading the next chunk and
-        sorting, counting and writing the previous one run beside it on other threads."""
-        chunks = self.chunks
-        tally = Tally()
-        runs: list[Run] = []
-        ghost: pl.DataFrame | None = None
-        carry: Carry | None = None
-        pending: _Pending | None = None  # a file's opening rows that have no time yet
-        with ThreadPoolExecutor(max_workers=1) as reader, \
-                ThreadPoolExecutor(max_workers=1) as writer:
-            written: list[Future[None]] = []
-
-            def write(frame: pl.DataFrame) -> None:
-                if len(written) > 1:
-                    written[-2].result()  # at most two chunks waiting to be written
-                written.append(writer.submit(_write, self.workspace, frame, runs, tally,
-                                             self.file_nodes, self.rows))
-
-            upcoming = reader.submit(chunks[indices[0]].read) if indices else None
-            for index in indices:
-                chunk = upcoming.result() if upcoming is not None else chunks[index].read()
-                self.workspace.release(chunks[index])
-                more = index + 1 < len(chunks)
-                upcoming = (reader.submit(chunks[index + 1].read)
-                            if index + 1 in indices else None)
-                first_file = int(chunk["file_id"][0])
-                if ghost is not None and int(ghost["file_id"][0]) != first_file:
-                    ghost = None
-                after = _after(chunk, self.firsts[index + 1] if more else None)
-                chunk = chunk.with_columns(_before_warn=_blank_before_warn(chunk, after))
-                attributed = attribute(chunk, self.attribution, self.crowded, ghost)
-                ghost = next_ghost(chunk, ghost, attributed)
-                attributed = _real_rows(attributed)
-                if pending is not None and pending.file_id != first_file:
-                    pending.write(write)  # its file ended without a time
-                    pending = None
-                frame = complete_timestamps(attributed, self.clock, carry)
-                frame = sort_key(frame, self.clock_offsets, carry)
-                carry = next_carry(frame, carry)
-                frame = _contract(frame, self.attribution, self.names, self.file_nodes)
-                frame = frame.with_columns(_following(frame, after))
-                if pending is not None:
-                    pending.take_key(frame)
-                frame, held = _hold_untimed(frame, carry, more, pending)
-                held_file = int(held["file_id"][0]) if held is not None else None
-                if pending is not None and pending.file_id != held_file:
-                    pending.write(write)  # (before the chunk's rows, as they came)
-                    pending = None
-                if held is not None and held_file is not None:
-                    pending = pending or _Pending(self.workspace, held_file)
-                    pending.add(held)
-                write(frame)
-                with self.lock:
-                    self.done += 1
-                    self.report("attributing", self.done, len(chunks))
-            if pending is not None:
-                pending.write(write)
-            for future in written:
-                future.result()
-        return runs, tally
-
-
-def _real_rows(attributed: pl.DataFrame) -> pl.DataFrame:
-    """The chunk's own rows (not the carried ghosts, which stand in front of them), without
-    the resolver's working columns."""
-    ghost = attributed.get_column("_ghost")
-    ghosts = int(ghost.sum())
-    own = attributed.select(c for c in attributed.columns if not c.startswith("_"))
-    if ghost.head(ghosts).all():  # (a slice: no copy of the chunk)
-        return own.slice(ghosts)
-    return own.filter(~ghost)
-
-
-class _Pending:
-    """A file's opening rows that have no time yet, held back (stored like the chunks: a file
-    with no time at all, an NCCL debug file, would otherwise be held whole in memory) until
-    they take the first time of the file's next rows. Each time the file's rows go on in a
-    chunk, every row held so far takes the sort key of the file's first row there; the rows
-    held from that chunk keep their own until the next one."""
-
-    def __init__(self, workspace: Workspace, file_id: int) -> None:
-        self.workspace = workspace
-        self.file_id = file_id
-        self.rows = 0
-        self.pieces: list[tuple[Piece, int | None]] = []  # (held rows, the sort key they take)
-
-    def add(self, held: pl.DataFrame) -> None:
-        self.pieces.append((self.workspace.write(held, "pending"), None))
-        self.rows += held.height
-
-    def take_key(self, frame: pl.DataFrame) -> None:
-        """Every held row takes the sort key of the file's first row in `frame` (if any)."""
-        keys = frame.filter(pl.col("file_id") == self.file_id).get_column("_sk")
-        first = keys[0] if keys.len() else None
-        if first is not None:
-            self.pieces = [(piece, int(first)) for piece, _ in self.pieces]
-
-    def write(self, write: Callable[[pl.DataFrame], None]) -> None:
-        """Hand the held rows to `write` (the timeline order is the key's: where they are
-        written does not change it), letting each piece go once read."""
-        for piece, key in self.pieces:
-            rows = piece.read()
-            self.workspace.release(piece)
-            write(rows if key is None else rows.with_columns(pl.lit(key, pl.Int64).alias("_sk")))
-        self.pieces, self.rows = [], 0
-
-
-def _hold_untimed(frame: pl.DataFrame, carry: Carry | None, more: bool,
-                  pending: _Pending | None) -> tuple[pl.DataFrame, pl.DataFrame | None]:
-    """The last file's rows when it has had no time at all yet and goes on in the next chunk:
-    their place is its first time, which is still to come. With the rows already held of
-    that file (`pending`), at most PENDING_ROWS are held."""
-    before = pending.rows if pending is not None and carry is not None and \
-        pending.file_id == carry.file_id else 0
-    if not more or carry is None or carry.running is not None or frame.height + before == 0:
-        return frame, None
-    mine = pl.col("file_id") == carry.file_id
-    held = frame.filter(mine)
-    if held.height + before == 0 or held.height + before > PENDING_ROWS:
-        return frame, None
-    return frame.filter(~mine), held
-
-
-def _write(workspace: Workspace, frame: pl.DataFrame, runs: list[Run], tally: Tally,
-           file_nodes: dict[int, int], rows: int) -> None:
-    frame = sorted_by_key(frame)
-    tally.add(frame, list(file_nodes))
-    events = event_rows(frame)
-    if events.height > THIN_CHUNK_ROWS:  # (most of a chunk repeating itself: cut it here)
-        events = thin_events(events)
-    tally.events.append(workspace.write(compact(events), "events"))
-    # (`msg`, the message under a wrapper, for the diagnosis's reading of records)
-    stored = [c for c in TIMELINE_SCHEMA if c != "order"] + [*DETAIL_COLUMNS, "msg", "_sk"]
-    write_run(workspace, frame.select(stored), runs, KEEP_ROWS, rows)
-
-
-_AFTER = ["file_id", "line", "part", "starts_record", "text"]
-
-
-def _after(frame: pl.DataFrame, first: pl.DataFrame | None) -> pl.DataFrame:
-    """The row after each row (file_id, line, part, starts_record, text); `first` (the next
-    chunk's first line, kept by the parse pass) is the last row's. Rows keep the chunk's
-    order, which the attribution does not change."""
-    after = frame.select(pl.col(_AFTER).shift(-1))
-    if first is not None and frame.height and first.height:
-        after = pl.concat([after.head(frame.height - 1), first], how="vertical_relaxed",
-                          rechunk=False)
-    return after
-
-
-def _next_line(frame: pl.DataFrame, after: pl.DataFrame) -> pl.Series:
-    """Whether the row after each row is the next physical line of the same file."""
-    return ((after["file_id"] == frame["file_id"]) & (after["line"] == frame["line"] + 1)
-            & (after["part"] == 0)).fill_null(False)
-
-
-def _blank_before_warn(frame: pl.DataFrame, after: pl.DataFrame) -> pl.Series:
-    """A blank line right before an NCCL WARN line: NCCL starts every WARN with a newline, so
-    the blank line is the WARN's writer's, not the line before's."""
-    warn = after["text"].str.contains(" NCCL WARN ", literal=True).fill_null(False)
-    if not warn.any():
-        return pl.repeat(False, frame.height, eager=True)
-    blank = frame["text"].str.strip_chars() == ""
-    return blank & warn & _next_line(frame, after)
-
-
-def _following(frame: pl.DataFrame, after: pl.DataFrame) -> pl.Series:
-    """`_next`: the text of the next physical line of the same file when it continues this
-    one (no header of its own), for fields a hard wrap cut (`after`: from `_after`)."""
-    cont = _next_line(frame, after) & ~after["starts_record"].fill_null(False)
-    return after.select(pl.when(pl.lit(cont)).then(pl.col("text")).alias("_next")).to_series()
-
-
-def _file_names(sources: list[Source]) -> pl.DataFrame:
-    return pl.DataFrame({"file_id": [s.file_id for s in sources],
-                         "file": [s.display for s in sources]},
-                        schema={"file_id": pl.UInt32, "file": pl.String})
 
 
 def _lazy_rows(runs: list[Run]) -> pl.LazyFrame:
@@ -855,48 +609,6 @@ def _node_mismatches(tally: Tally, attribution: Attribution, file_nodes: dict[in
                           f"node(s) {sorted(set(other['node_rank'].to_list()))}; their node and "
                           "GPU are left empty"})
     return notes
-
-
-def _contract(frame: pl.DataFrame, attribution: Attribution, names: pl.DataFrame,
-              file_nodes: dict[int, int]) -> pl.DataFrame:
-    """A chunk as the runs store it: the output contract's columns (but `order`, given by the
-    merge) in its types, DETAIL_COLUMNS, and the sort key `_sk`."""
-    procs = attribution.processes.select("proc", *COORDINATES)
-    node_of_file = pl.DataFrame({"file_id": list(file_nodes), "file_node": list(file_nodes.values())},
-                                schema={"file_id": pl.UInt32, "file_node": pl.Int32})
-    of_file = file_values(frame.get_column("file_id"),
-                          names.join(node_of_file, on="file_id", how="left"))
-    frame = frame.with_columns(*_by_proc(frame.get_column("proc"), procs),
-                               *(value.alias(name) for name, value in of_file.items()),
-                               ts_text(frame.get_column("ts_full")), time_key())
-    # a line of a process the topology puts on another node than its file's server_args line
-    # says: the node (and so the GPU) is contradicted, the process is not
-    wrong_node = (pl.col("node_rank") != pl.col("file_node")).fill_null(False)
-    frame = frame.with_columns(
-        pl.when(pl.col("proc").is_not_null()).then(pl.lit("scheduler"))
-        .otherwise(pl.col("role")).alias("role"),
-        pl.when(wrong_node).then(None)
-        .otherwise(pl.coalesce("node_rank", "file_node")).alias("node_rank"),
-        pl.when(wrong_node).then(None).otherwise(pl.col("gpu_id")).alias("gpu_id"),
-        pl.col("eff_host").alias("host"),
-        pl.coalesce("stream", pl.when(pl.col("file_id").is_in(
-            attribution.file_procs.get_column("file_id").implode())).then(pl.col("file")))
-        .alias("stream"),
-    )
-    return frame.select(*(pl.col(name).cast(dtype) for name, dtype in TIMELINE_SCHEMA.items()
-                          if name != "order"), *_CHUNK_COLUMNS, "_sk")
-
-
-def _by_proc(procs: pl.Series, table: pl.DataFrame) -> list[pl.Series]:
-    """The columns of `table` (proc -> coordinates) for each row's process: gathered by proc
-    id, which is the table's row number (a join where some id is not)."""
-    ids = table.get_column("proc")
-    top = procs.max()
-    dense = ids.to_list() == list(range(ids.len()))
-    if dense and (top is None or int(top) < ids.len()):  # type: ignore[arg-type]
-        return table.drop("proc")[procs].get_columns()
-    return (procs.to_frame().join(table, on="proc", how="left", maintain_order="left")
-            .drop("proc").get_columns())
 
 
 def _name_file(contradiction: dict[str, object], sources: list[Source]) -> dict[str, object]:

@@ -243,7 +243,9 @@ def resolve_keys(keys: pl.DataFrame, topology: Topology | None,
     frame = _by_gloo(frame, topology)
     frame = _title_roles(frame)
     # the rules rewrite some key columns (role); the table keeps the key as the lines have it
-    table = keys.select("_k", *KEY_COLUMNS).join(
+    # (`_key`: the core's number of the key row, when it numbered them)
+    numbered = ["_key"] if "_key" in keys.columns else []
+    table = keys.select("_k", *KEY_COLUMNS, *numbered).join(
         frame.select("_k", "proc", "evidence", "conflict", pl.col("role").alias("_role"),
                      "eff_host"), on="_k").drop("_k")
     files = _files(frame)

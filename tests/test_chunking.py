@@ -243,43 +243,6 @@ def test_large_sets_spill_everything_small_ones_stay_in_memory(
     assert large.timeline.equals(small.timeline)
 
 
-def test_chunks_parsed_together_are_stored_as_the_chunks_they_came_from(
-        tmp_path: Path) -> None:
-    """A group of chunks is parsed as one and stored cut back at the chunks' first lines: the
-    same pieces, row for row, as parsing each chunk alone with the lines before it. The cut
-    falls between chunks even where a glued line splits into several rows."""
-    from logcorr import api
-    from logcorr.ingest import discover
-    from logcorr.stream import Workspace, compact
-
-    logs = tmp_path / "logs"
-    logs.mkdir()
-    glued = ("[2026-11-29 10:00:00 TP0] Decode batch. #running-req: 1"
-             "[2026-11-29 10:00:00 TP1] Decode batch. #running-req: 2\n")
-    (logs / "a.log").write_text(_decode_lines(0, 20) + glued * 6 + _decode_lines(0, 20))
-    (logs / "b.log").write_text(glued + _decode_lines(1, 30))
-    sources, _ = discover([logs], [])
-    batches = list(stream.line_batches(sources, 500, []))
-    assert len(batches) > 6
-    workspace = Workspace(memory_budget=1 << 30)
-    alone = []
-    before = None
-    for lines in batches:
-        alone += api._parse_chunk(lines, workspace, before).pieces
-        seen = lines if before is None else pl.concat([before, lines.tail(api.CONTEXT_LINES)])
-        before = compact(seen.tail(api.CONTEXT_LINES))
-    together = api._parse_chunk(pl.concat(batches), workspace, None,
-                                [api._first_key(b) for b in batches[1:]])
-    assert len(together.pieces) == len(alone) == len(batches)
-    assert any(p.read()["part"].max() > 0 for p in alone)  # glued lines were split
-    for mine, theirs in zip(together.pieces, alone):
-        assert mine.read().equals(theirs.read())
-    assert together.spans == [api._span(p.read()) for p in alone]
-    groups = list(api._groups(batches))
-    assert [len(g) for g in groups][:-1] == [api.PARSE_GROUP] * (len(groups) - 1)
-    assert sum(len(g) for g in groups) == len(batches)
-
-
 def test_sorted_by_key_sorts_only_what_is_out_of_order() -> None:
     """A chunk already in timeline-key order is kept as it is; any pair out of order, on any
     key column (ties on the earlier ones), is sorted."""

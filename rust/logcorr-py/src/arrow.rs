@@ -11,6 +11,8 @@ use arrow_array::{
     RecordBatchIterator, RecordBatchReader, StringViewArray, UInt16Array, UInt32Array,
 };
 use arrow_schema::{ArrowError, DataType, Field, Schema, TimeUnit};
+use logcorr_scan::attribute::{Attributed, EVIDENCE};
+use logcorr_scan::keys::Keys;
 use logcorr_scan::model::{Columns, Source, StrColumn, ROLES};
 use pyo3::prelude::*;
 use pyo3::types::PyCapsule;
@@ -193,4 +195,216 @@ pub fn parsed_batch(c: &Columns) -> RecordBatch {
 fn text(column: &StrColumn) -> ArrayRef {
     let array: StringViewArray = (0..column.len()).map(|row| column.get(row)).collect();
     Arc::new(array)
+}
+
+fn u32s(values: &[Option<u32>]) -> ArrayRef {
+    Arc::new(values.iter().copied().collect::<UInt32Array>())
+}
+
+fn batch(columns: Vec<(&str, ArrayRef)>) -> RecordBatch {
+    let fields: Vec<Field> = columns
+        .iter()
+        .map(|(name, array)| Field::new(*name, array.data_type().clone(), true))
+        .collect();
+    let arrays = columns.into_iter().map(|(_, array)| array).collect();
+    RecordBatch::try_new(Arc::new(Schema::new(fields)), arrays).expect("columns of one length")
+}
+
+/// The distinct key rows (`resolve.KEY_COLUMNS`), with `_n` (lines), `line` (the first) and
+/// `_key` (the key's number), in (file, first line) order.
+pub fn keys_batch(keys: &Keys) -> RecordBatch {
+    let c = &keys.rows;
+    let mut order: Vec<usize> = (0..keys.len()).collect();
+    order.sort_by_key(|&k| (c.file_id[k], keys.first_line[k], k));
+    let pick_str = |column: &StrColumn| -> ArrayRef {
+        let mut builder = StringViewBuilder::with_capacity(order.len());
+        for &k in &order {
+            builder.append_option(column.get(k));
+        }
+        Arc::new(builder.finish())
+    };
+    let pick_i32 = |column: &[Option<i32>]| -> ArrayRef {
+        i32s(&order.iter().map(|&k| column[k]).collect::<Vec<_>>())
+    };
+    let pick_i64 = |column: &[Option<i64>]| -> ArrayRef {
+        i64s(&order.iter().map(|&k| column[k]).collect::<Vec<_>>())
+    };
+    let p = |i: usize| pick_i32(&c.prefix[i]);
+    batch(vec![
+        (
+            "file_id",
+            Arc::new(UInt32Array::from(
+                order.iter().map(|&k| c.file_id[k]).collect::<Vec<_>>(),
+            )),
+        ),
+        ("p_dp", p(0)),
+        ("p_pp", p(1)),
+        ("p_attn_cp", p(2)),
+        ("p_moe_dp", p(3)),
+        ("p_tp", p(4)),
+        ("p_ep", p(5)),
+        ("proctitle", pick_str(&c.proctitle)),
+        ("host", pick_str(&c.host)),
+        (
+            "source",
+            named(
+                order
+                    .iter()
+                    .map(|&k| Some(Source::ALL[c.source[k] as usize].name())),
+                order.len(),
+            ),
+        ),
+        (
+            "_main",
+            Arc::new(BooleanArray::from(
+                order.iter().map(|&k| c.main[k]).collect::<Vec<_>>(),
+            )),
+        ),
+        ("device_id", pick_i32(&c.device_id)),
+        ("link_pid", pick_i64(&c.link_pid)),
+        ("p_pid", p(6)),
+        ("pid", pick_i64(&c.pid)),
+        ("comm_id", pick_str(&c.comm_id)),
+        ("comm_rank", pick_i32(&c.comm_rank)),
+        ("comm_nranks", pick_i32(&c.comm_nranks)),
+        ("torch_rank", pick_i32(&c.torch_rank)),
+        ("pg_desc", pick_str(&c.pg_desc)),
+        ("pg_rank", pick_i32(&c.pg_rank)),
+        ("gloo_rank", pick_i32(&c.gloo_rank)),
+        ("gloo_size", pick_i32(&c.gloo_size)),
+        (
+            "role",
+            named(
+                order
+                    .iter()
+                    .map(|&k| c.role[k].map(|r| ROLES[r as usize].name())),
+                order.len(),
+            ),
+        ),
+        (
+            "server_args",
+            bools(&order.iter().map(|&k| c.server_args[k]).collect::<Vec<_>>()),
+        ),
+        ("stream", pick_str(&c.stream)),
+        (
+            "_n",
+            Arc::new(UInt32Array::from(
+                order
+                    .iter()
+                    .map(|&k| keys.counts[k] as u32)
+                    .collect::<Vec<_>>(),
+            )),
+        ),
+        (
+            "line",
+            Arc::new(UInt32Array::from(
+                order
+                    .iter()
+                    .map(|&k| keys.first_line[k])
+                    .collect::<Vec<_>>(),
+            )),
+        ),
+        (
+            "_key",
+            Arc::new(UInt32Array::from(
+                order.iter().map(|&k| k as u32).collect::<Vec<_>>(),
+            )),
+        ),
+    ])
+}
+
+fn statics(values: &[Option<&'static str>]) -> ArrayRef {
+    named(values.iter().copied(), values.len())
+}
+
+/// A chunk's rows as the runs store them: the timeline contract (but `order`), the detail
+/// columns, what the diagnosis and the counts read, `_sk` and `_next`.
+pub fn attributed_batch(c: &Columns, a: &Attributed) -> RecordBatch {
+    let coordinate = |i: usize| i32s(&a.coordinates[i]);
+    let names = [
+        "node_rank",
+        "replica",
+        "dp_rank",
+        "pp_rank",
+        "tp_rank",
+        "world_rank",
+        "gpu_id",
+        "attn_dp_rank",
+        "attn_cp_rank",
+        "attn_tp_rank",
+        "moe_dp_rank",
+        "moe_ep_rank",
+        "moe_tp_rank",
+    ];
+    let of = |name: &str| names.iter().position(|n| *n == name).expect("a coordinate");
+    let roles: Vec<Option<&'static str>> = a
+        .role
+        .iter()
+        .map(|r| r.map(|r| ROLES[r as usize].name()))
+        .collect();
+    let evidence: Vec<Option<&'static str>> = a
+        .evidence
+        .iter()
+        .map(|e| e.map(|e| EVIDENCE[e as usize]))
+        .collect();
+    let ts_full: PrimitiveArray<TimestampMicrosecondType> = a.ts_full.iter().copied().collect();
+    batch(vec![
+        ("file", strings(&a.file)),
+        ("line", Arc::new(UInt32Array::from(c.line.clone()))),
+        ("part", Arc::new(UInt16Array::from(c.part.clone()))),
+        ("ts", strings(&a.ts)),
+        (
+            "source",
+            named(
+                c.source
+                    .iter()
+                    .map(|&s| Some(Source::ALL[s as usize].name())),
+                c.len(),
+            ),
+        ),
+        ("role", statics(&roles)),
+        ("host", strings(&a.host)),
+        ("node_rank", coordinate(of("node_rank"))),
+        ("pid", i64s(&c.pid)),
+        ("tid", i64s(&c.tid)),
+        ("device_id", i32s(&c.device_id)),
+        ("gpu_id", coordinate(of("gpu_id"))),
+        ("replica", coordinate(of("replica"))),
+        ("world_rank", coordinate(of("world_rank"))),
+        ("dp_rank", coordinate(of("dp_rank"))),
+        ("pp_rank", coordinate(of("pp_rank"))),
+        ("tp_rank", coordinate(of("tp_rank"))),
+        ("attn_dp_rank", coordinate(of("attn_dp_rank"))),
+        ("attn_cp_rank", coordinate(of("attn_cp_rank"))),
+        ("attn_tp_rank", coordinate(of("attn_tp_rank"))),
+        ("moe_dp_rank", coordinate(of("moe_dp_rank"))),
+        ("moe_ep_rank", coordinate(of("moe_ep_rank"))),
+        ("moe_tp_rank", coordinate(of("moe_tp_rank"))),
+        ("evidence", statics(&evidence)),
+        ("stream", strings(&a.stream)),
+        ("text", text(&c.text)),
+        ("file_id", Arc::new(UInt32Array::from(c.file_id.clone()))),
+        ("proc", u32s(&a.proc)),
+        ("record", Arc::new(UInt32Array::from(a.record.clone()))),
+        ("why", statics(&a.why)),
+        ("msg", strings(&c.msg)),
+        ("ts_full", Arc::new(ts_full)),
+        ("torch_rank", i32s(&c.torch_rank)),
+        ("pg_desc", strings(&c.pg_desc)),
+        ("pg_rank", i32s(&c.pg_rank)),
+        ("seq", i64s(&c.seq)),
+        ("op", strings(&c.op)),
+        ("last_enqueued", i64s(&c.last_enqueued)),
+        ("last_completed", i64s(&c.last_completed)),
+        ("comm", strings(&c.comm)),
+        ("comm_id", strings(&c.comm_id)),
+        ("comm_rank", i32s(&c.comm_rank)),
+        ("comm_nranks", i32s(&c.comm_nranks)),
+        ("nccl_phase", strings(&c.nccl_phase)),
+        ("starts_record", bools(&c.starts_record)),
+        ("ts_note", statics(&a.ts_note)),
+        ("capped", bools(&c.capped)),
+        ("_sk", i64s(&a.sk)),
+        ("_next", strings(&a.next)),
+    ])
 }

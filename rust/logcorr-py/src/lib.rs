@@ -2,6 +2,7 @@
 //! with the GIL released; chunks reach polars as Arrow record batches.
 
 mod arrow;
+mod set;
 
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
@@ -98,5 +99,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Scanner>()?;
     m.add_function(wrap_pyfunction!(parse_lines, m)?)?;
     m.add_class::<ArrowBatch>()?;
+    m.add_class::<set::LogSet>()?;
+    m.add("MAX_PARTS", logcorr_scan::parts::MAX_PARTS)?;
     Ok(())
 }

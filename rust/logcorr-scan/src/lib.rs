@@ -7,13 +7,19 @@
 
 #![forbid(unsafe_code)]
 
+pub mod attribute;
+pub mod clock;
 pub mod families;
+pub mod grammar;
+pub mod keys;
 pub mod model;
 pub mod parse;
 pub mod parts;
+pub mod pass;
 pub mod patterns;
 pub mod read;
 pub mod scan;
 pub mod stamp;
+pub mod survey;
 pub mod text;
 pub mod wrappers;

@@ -1,0 +1,551 @@
+//! Pass 2: every line's process, record, time and place, from its parsed fields, the whole-set
+//! tables (`Whole`: what each key row resolved to, which files belong to one process, the
+//! clock) and its neighbours (the record grammar, a file's time so far).
+
+use std::collections::{HashMap, HashSet};
+
+use crate::clock::{self, Clock, FileTime, Stamp};
+use crate::grammar::{ends_with_colon, FileGrammar, Row};
+use crate::keys::{KeyId, Keys};
+use crate::model::{Columns, Role, Source, StrColumn, ROLES};
+
+/// How a line's process was identified (the `evidence` column), in the order of `model.EVIDENCE`.
+pub const EVIDENCE: [&str; 9] = [
+    "prefix",
+    "only-scheduler",
+    "pid",
+    "nccl-device",
+    "gpu-prefix",
+    "torch-rank",
+    "group-rank",
+    "continuation",
+    "file",
+];
+const CONTINUATION: u8 = 7;
+const FILE: u8 = 8;
+
+/// The coordinates of a process, in the order of `model.COORDINATES`.
+pub type Coordinates = [Option<i32>; 13];
+const NODE: usize = 0;
+const GPU: usize = 6;
+
+/// What the whole set says, given once pass 1 is resolved.
+#[derive(Default, Debug)]
+pub struct Whole {
+    /// Per key row (`KeyId`): its process, evidence, conflict, role and effective host.
+    pub proc: Vec<Option<u32>>,
+    pub evidence: Vec<Option<u8>>,
+    pub conflict: Vec<bool>,
+    pub role: Vec<Option<Role>>,
+    pub eff_host: Vec<Option<String>>,
+    /// (file, stream, second) in which exception headers of several processes stand.
+    pub crowded: HashSet<(u32, Option<String>, i64)>,
+    /// Files several processes write to (no process's own).
+    pub shared: HashSet<u32>,
+    /// Files that belong to one process.
+    pub file_procs: HashMap<u32, u32>,
+    /// (process, group-local rank) for every rank each process has; None without a topology.
+    pub local_ranks: Option<HashSet<(u32, i32)>>,
+    pub processes: Vec<Coordinates>,
+    pub file_nodes: HashMap<u32, i32>,
+    pub file_names: HashMap<u32, String>,
+    pub clock: Clock,
+    /// host -> the shift of its lines' sort key (µs)
+    pub clock_offsets: HashMap<String, i64>,
+}
+
+/// The latest header (or a file's first row): what continuation lines read of it.
+#[derive(Clone, Debug)]
+struct HeadRow {
+    seq: u64,
+    record: u32,
+    stream: Option<String>,
+    source: Source,
+    exc: bool,
+    colon: bool,
+    glued: bool,
+    ambiguous: bool,
+}
+
+/// Where a file stands between chunks.
+#[derive(Default, Debug)]
+struct FileState {
+    seq: u64,
+    records: u32,
+    head: Option<HeadRow>,
+    own: HashMap<Option<String>, HeadRow>,
+    grammar: FileGrammar,
+    time: FileTime,
+    waiting: usize,
+}
+
+/// The rows of a file that wait for its first time were given `key` (None: the file ended, or
+/// too many waited, without one: they sort last).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Settled {
+    pub file_id: u32,
+    pub key: Option<i64>,
+}
+
+/// A line's attributed columns (what the runs store), column by column.
+#[derive(Default, Debug)]
+pub struct Attributed {
+    pub file: StrColumn,
+    pub ts: StrColumn,
+    pub role: Vec<Option<u8>>,
+    pub host: StrColumn,
+    pub coordinates: [Vec<Option<i32>>; 13],
+    pub evidence: Vec<Option<u8>>,
+    pub stream: StrColumn,
+    pub proc: Vec<Option<u32>>,
+    pub record: Vec<u32>,
+    pub why: Vec<Option<&'static str>>,
+    pub ts_full: Vec<Option<i64>>,
+    pub ts_note: Vec<Option<&'static str>>,
+    /// the timeline key (µs); None while the file waits for its first time
+    pub sk: Vec<Option<i64>>,
+    /// the next physical line's text when it continues this one
+    pub next: StrColumn,
+    pub settled: Vec<Settled>,
+}
+
+/// Lines a file's first time may be waited for before they are placed last.
+pub const WAITING_ROWS: usize = 1_000_000;
+
+/// The pass-2 state: whole-set tables and each file's state.
+pub struct Attributor {
+    pub whole: Whole,
+    pub keys: Keys,
+    files: HashMap<u32, FileState>,
+    last_file: Option<u32>,
+}
+
+/// The first row of the next chunk (what the last row of a chunk looks ahead to).
+#[derive(Clone, Debug)]
+pub struct Ahead {
+    pub file_id: u32,
+    pub line: u32,
+    pub part: u16,
+    pub starts: bool,
+    pub text: String,
+}
+
+impl Ahead {
+    pub fn of(c: &Columns, row: usize) -> Ahead {
+        Ahead {
+            file_id: c.file_id[row],
+            line: c.line[row],
+            part: c.part[row],
+            starts: c.starts_record[row] == Some(true),
+            text: c.text.get(row).unwrap_or("").to_string(),
+        }
+    }
+}
+
+fn why(
+    proc: Option<u32>,
+    conflict: bool,
+    interleaved: bool,
+    printed: bool,
+    after_glued: bool,
+    foreign: bool,
+    c: &Columns,
+    row: usize,
+    role: Option<Role>,
+) -> Option<&'static str> {
+    if proc.is_some() {
+        return None;
+    }
+    let tokens = c.prefix[..6].iter().any(|p| p[row].is_some());
+    Some(if conflict {
+        "evidence disagrees"
+    } else if interleaved {
+        "interleaved records"
+    } else if printed {
+        "plain line in a shared file"
+    } else if after_glued {
+        "after a glued line"
+    } else if foreign {
+        "group rank not the file's process"
+    } else if tokens {
+        "prefix outside topology"
+    } else if role.is_some_and(|r| r != Role::Scheduler) {
+        "not a scheduler"
+    } else if c.torch_rank[row].is_some() {
+        "torch rank ambiguous"
+    } else if c.pid[row].is_some() {
+        "pid not linked to a process"
+    } else if Source::ALL[c.source[row] as usize] == Source::Sglang {
+        "no rank prefix"
+    } else {
+        "no identifying field"
+    })
+}
+
+fn role_code(role: Role) -> u8 {
+    ROLES.iter().position(|r| *r == role).expect("a role") as u8
+}
+
+/// Per row of a chunk, between the two steps of `attribute`.
+struct Step {
+    proc: Option<u32>,
+    evidence: Option<u8>,
+    role: Option<Role>,
+    conflict: bool,
+    interleaved: bool,
+    printed: bool,
+    after_glued: bool,
+    record: u32,
+    head_seq: u64,
+    head_ambiguous: bool,
+    alien: bool,
+    key: KeyId,
+}
+
+impl Attributor {
+    pub fn new(whole: Whole, keys: Keys) -> Attributor {
+        Attributor {
+            whole,
+            keys,
+            files: HashMap::new(),
+            last_file: None,
+        }
+    }
+
+    /// Attribute a parsed chunk (`ahead`: the next chunk's first row, None at the end).
+    pub fn attribute(&mut self, c: &Columns, ahead: Option<&Ahead>) -> Attributed {
+        let n = c.len();
+        let mut steps: Vec<Step> = Vec::with_capacity(n);
+        for row in 0..n {
+            let before_warn = blank_before_warn(c, row, ahead);
+            let step = self.row(c, row, before_warn);
+            steps.push(step);
+        }
+        // a record with a line whose group rank its file's process has in no group is
+        // another process's (within the chunk, as a window over the record)
+        let mut foreign: HashSet<(u32, u64)> = HashSet::new();
+        for (row, step) in steps.iter().enumerate() {
+            if step.alien {
+                foreign.insert((c.file_id[row], step.head_seq));
+            }
+        }
+        let mut out = Attributed::default();
+        let mut ended: Vec<u32> = Vec::new();
+        for (row, step) in steps.iter().enumerate() {
+            let file_id = c.file_id[row];
+            if self.last_file != Some(file_id) {
+                ended.extend(self.last_file);
+                self.last_file = Some(file_id);
+            }
+            self.finish(c, row, step, &foreign, ahead, &mut out);
+        }
+        if ahead.is_none_or(|a| Some(a.file_id) != self.last_file) {
+            ended.extend(self.last_file.take());
+        }
+        self.settle(c, &ended, &mut out);
+        for state in self.files.values_mut() {
+            state.grammar.prune();
+        }
+        out
+    }
+
+    /// The first pass over a row: key, grammar, continuation.
+    fn row(&mut self, c: &Columns, row: usize, before_warn: bool) -> Step {
+        let key = self
+            .keys
+            .find(c, row)
+            .expect("every key was seen in pass 1");
+        let k = key as usize;
+        let w = &self.whole;
+        let (mut proc, mut evidence, conflict) = (w.proc[k], w.evidence[k], w.conflict[k]);
+        let mut role = w.role[k];
+        let file_id = c.file_id[row];
+        let shared_file = w.shared.contains(&file_id);
+        let file_proc = w.file_procs.get(&file_id).copied();
+        let state = self.files.entry(file_id).or_default();
+        let seq = state.seq;
+        state.seq += 1;
+        let starts = c.starts_record[row] == Some(true);
+        let text = c.text.get(row).unwrap_or("");
+        let message = c.msg.get(row).unwrap_or(text);
+        let stream = c.stream.get(row);
+        let source = Source::ALL[c.source[row] as usize];
+        let glued = c.part[row] > 0 && !text.trim_end().ends_with(':');
+        let exc = c.exc[row];
+        let crowded = exc
+            && c.ts[row].is_some_and(|ts| {
+                let second = ts.div_euclid(clock::MICROS) * clock::MICROS;
+                w.crowded
+                    .contains(&(file_id, stream.map(str::to_string), second))
+            });
+        if starts {
+            state.records += 1;
+        }
+        let ambiguous_here =
+            source == Source::Sglang && starts && c.prefix[..6].iter().all(|p| p[row].is_none());
+        let here = HeadRow {
+            seq,
+            record: state.records,
+            stream: stream.map(str::to_string),
+            source,
+            exc,
+            colon: message.trim_end().ends_with(':'),
+            glued,
+            ambiguous: ambiguous_here,
+        };
+        if starts || state.head.is_none() {
+            state.head = Some(here.clone());
+        }
+        if starts {
+            state.own.insert(here.stream.clone(), here.clone());
+        }
+        let mut head = state.head.clone().expect("a head");
+        if let (Some(mine), Some(theirs)) = (stream, head.stream.as_deref()) {
+            if mine != theirs {
+                if let Some(own) = state.own.get(&Some(mine.to_string())) {
+                    head = own.clone();
+                }
+            }
+        }
+        let verdict = state.grammar.row(&Row {
+            seq,
+            record: state.records,
+            line: c.line[row],
+            stream,
+            source,
+            text,
+            message,
+            starts,
+            exc,
+            crowded,
+            glued,
+            proc,
+            role,
+            shared: shared_file || stream.is_some(),
+        });
+        let printed = !starts
+            && shared_file
+            && source != Source::Tqdm
+            && head.source == Source::Sglang
+            && !head.exc
+            && !head.colon;
+        let inherit =
+            proc.is_none() && !starts && verdict.head.is_some() && !conflict && !before_warn;
+        if inherit {
+            proc = verdict.kid;
+            if verdict.kid.is_some() {
+                evidence = Some(CONTINUATION);
+            }
+            if role.is_none() {
+                role = verdict.krole;
+            }
+        }
+        let record = match verdict.head {
+            Some(h) if !starts => h.record,
+            _ => head.record,
+        };
+        let interleaved = !starts && verdict.ambiguous && proc.is_none();
+        let after_glued = proc.is_none() && !starts && head.glued && verdict.head.is_none();
+        let alien = proc.is_none()
+            && match (file_proc, c.pg_rank[row], &w.local_ranks) {
+                (Some(fp), Some(rank), Some(ranks)) => !ranks.contains(&(fp, rank)),
+                _ => false,
+            };
+        Step {
+            proc,
+            evidence,
+            role,
+            conflict,
+            interleaved,
+            printed: proc.is_none() && printed,
+            after_glued,
+            record,
+            head_seq: head.seq,
+            head_ambiguous: head.ambiguous,
+            alien,
+            key,
+        }
+    }
+
+    /// The second pass over a row: the file's process lent, why not, time, output columns.
+    fn finish(
+        &mut self,
+        c: &Columns,
+        row: usize,
+        step: &Step,
+        foreign: &HashSet<(u32, u64)>,
+        ahead: Option<&Ahead>,
+        out: &mut Attributed,
+    ) {
+        let w = &self.whole;
+        let file_id = c.file_id[row];
+        let starts = c.starts_record[row] == Some(true);
+        let source = Source::ALL[c.source[row] as usize];
+        let file_proc = w.file_procs.get(&file_id).copied();
+        let ambiguous_header =
+            source == Source::Sglang && starts && c.prefix[..6].iter().all(|p| p[row].is_none());
+        let lend = step.proc.is_none()
+            && file_proc.is_some()
+            && !step.conflict
+            && step.role.is_none()
+            && !ambiguous_header
+            && !(step.head_ambiguous && !starts);
+        let is_foreign = foreign.contains(&(file_id, step.head_seq));
+        let (proc, evidence) = if lend && !is_foreign {
+            (file_proc, Some(FILE))
+        } else {
+            (step.proc, step.evidence)
+        };
+        let why = why(
+            proc,
+            step.conflict,
+            step.interleaved,
+            step.printed,
+            step.after_glued,
+            lend && is_foreign,
+            c,
+            row,
+            step.role,
+        );
+        // time
+        let state = self.files.get_mut(&file_id).expect("a file state");
+        let stamp = Stamp {
+            ts: c.ts[row],
+            has_date: c.ts_has_date[row],
+            has_year: c.ts_has_year[row],
+            wrap_ts: c.wrap_ts[row],
+        };
+        let (ts_full, note) = clock::complete(&stamp, file_id, &mut state.time, &w.clock);
+        let eff_host = w.eff_host[step.key as usize].as_deref();
+        let shift = eff_host.and_then(|h| w.clock_offsets.get(h)).copied();
+        if let Some(time) = clock::sort_time(&stamp, ts_full, shift) {
+            state.time.running = Some(state.time.running.map_or(time, |r| r.max(time)));
+        }
+        let sk = state.time.running;
+        // output
+        let coordinates = proc
+            .and_then(|p| w.processes.get(p as usize))
+            .copied()
+            .unwrap_or([None; 13]);
+        let file_node = w.file_nodes.get(&file_id).copied();
+        let node = coordinates[NODE];
+        let wrong_node = matches!((node, file_node), (Some(a), Some(b)) if a != b);
+        for (i, column) in out.coordinates.iter_mut().enumerate() {
+            column.push(match i {
+                NODE if wrong_node => None,
+                NODE => node.or(file_node),
+                GPU if wrong_node => None,
+                _ => coordinates[i],
+            });
+        }
+        let name = w.file_names.get(&file_id).map(String::as_str);
+        out.file.push(name);
+        out.ts.push(ts_full.map(clock::iso).as_deref());
+        out.role.push(if proc.is_some() {
+            Some(role_code(Role::Scheduler))
+        } else {
+            step.role.map(role_code)
+        });
+        out.host.push(eff_host);
+        out.evidence.push(evidence);
+        let stream = c
+            .stream
+            .get(row)
+            .or(if file_proc.is_some() { name } else { None });
+        out.stream.push(stream);
+        out.proc.push(proc);
+        out.record.push(step.record);
+        out.why.push(why);
+        out.ts_full.push(ts_full);
+        out.ts_note.push(note);
+        out.sk.push(sk);
+        out.next.push(following(c, row, ahead));
+    }
+
+    /// Rows of this chunk that wait for their file's first time take it when it comes later in
+    /// the chunk; a file's rows held from earlier chunks are settled when it comes (or when
+    /// the file ends without one, or too many waited: they sort last).
+    fn settle(&mut self, c: &Columns, ended: &[u32], out: &mut Attributed) {
+        let mut first: HashMap<u32, i64> = HashMap::new();
+        for row in (0..c.len()).rev() {
+            if let Some(sk) = out.sk[row] {
+                first.insert(c.file_id[row], sk);
+            }
+        }
+        let mut waiting: HashMap<u32, usize> = HashMap::new();
+        for row in 0..c.len() {
+            if out.sk[row].is_none() {
+                match first.get(&c.file_id[row]) {
+                    Some(&key) => out.sk[row] = Some(key),
+                    None => *waiting.entry(c.file_id[row]).or_default() += 1,
+                }
+            }
+        }
+        let mut files: Vec<u32> = first
+            .keys()
+            .chain(waiting.keys())
+            .chain(ended)
+            .copied()
+            .collect();
+        files.sort_unstable();
+        files.dedup();
+        for file_id in files {
+            let state = self.files.get_mut(&file_id).expect("a file state");
+            if let Some(&key) = first.get(&file_id) {
+                if state.waiting > 0 {
+                    out.settled.push(Settled {
+                        file_id,
+                        key: Some(key),
+                    });
+                }
+                state.waiting = 0;
+                continue;
+            }
+            state.waiting += waiting.get(&file_id).copied().unwrap_or(0);
+            if state.waiting > 0 && (ended.contains(&file_id) || state.waiting > WAITING_ROWS) {
+                out.settled.push(Settled { file_id, key: None });
+                state.waiting = 0;
+            }
+        }
+    }
+}
+
+/// A blank line right before an NCCL WARN line of the same file: NCCL starts every WARN with a
+/// newline, so the blank line is the WARN's writer's.
+fn blank_before_warn(c: &Columns, row: usize, ahead: Option<&Ahead>) -> bool {
+    let text = c.text.get(row).unwrap_or("");
+    if !text.trim().is_empty() {
+        return false;
+    }
+    next_line(c, row, ahead).is_some_and(|(_, next)| next.contains(" NCCL WARN "))
+}
+
+/// The next row when it is the next physical line of the same file: (its starts_record, text).
+fn next_line<'a>(c: &'a Columns, row: usize, ahead: Option<&'a Ahead>) -> Option<(bool, &'a str)> {
+    let (file_id, line, part, starts, text) = if row + 1 < c.len() {
+        let next = row + 1;
+        (
+            c.file_id[next],
+            c.line[next],
+            c.part[next],
+            c.starts_record[next] == Some(true),
+            c.text.get(next).unwrap_or(""),
+        )
+    } else {
+        let a = ahead?;
+        (a.file_id, a.line, a.part, a.starts, a.text.as_str())
+    };
+    (file_id == c.file_id[row] && Some(line) == c.line[row].checked_add(1) && part == 0)
+        .then_some((starts, text))
+}
+
+/// The next physical line's text when it continues this one (no header of its own): for
+/// fields a hard wrap cut.
+fn following<'a>(c: &'a Columns, row: usize, ahead: Option<&'a Ahead>) -> Option<&'a str> {
+    next_line(c, row, ahead).and_then(|(starts, text)| (!starts).then_some(text))
+}
+
+/// Whether a message ends with `:` (re-exported for the binding's tests).
+pub fn announces(text: &str) -> bool {
+    ends_with_colon(text)
+}

@@ -1,0 +1,90 @@
+//! Pass 1: what the whole set must know before any line is attributed, gathered chunk by
+//! chunk in small tables: the distinct key rows (with their line counts and first line), the
+//! server_args lines, the seconds in which exception headers stand (per key row: a traceback
+//! per request is not a row each), each file's first fully dated time and wrapper offset, and
+//! the fully dated times' counts (for the set's exact median).
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use crate::clock::{self, Stamp};
+use crate::keys::{KeyId, Keys};
+use crate::model::Columns;
+
+#[derive(Default)]
+pub struct Survey {
+    pub keys: Keys,
+    /// (file, line, message) of each server_args line.
+    pub server_args: Vec<(u32, u32, String)>,
+    /// (second, key row) of each exception header with a time.
+    pub headers: HashSet<(i64, KeyId)>,
+    /// file -> (first fully dated time, first wrapper offset), in the order files were met.
+    pub first_dated: Vec<(u32, Option<i64>, Option<i64>)>,
+    first_at: HashMap<u32, usize>,
+    /// fully dated time -> lines
+    pub dated: BTreeMap<i64, u64>,
+}
+
+impl Survey {
+    pub fn add(&mut self, c: &Columns) {
+        for row in 0..c.len() {
+            let key = self.keys.add(c, row);
+            let file_id = c.file_id[row];
+            if c.server_args[row] == Some(true) {
+                let text = c.msg.get(row).or(c.text.get(row)).unwrap_or("");
+                self.server_args
+                    .push((file_id, c.line[row], text.to_string()));
+            }
+            if c.exc[row] {
+                if let Some(ts) = c.ts[row] {
+                    let second = ts.div_euclid(clock::MICROS) * clock::MICROS;
+                    self.headers.insert((second, key));
+                }
+            }
+            let stamp = Stamp {
+                ts: c.ts[row],
+                has_date: c.ts_has_date[row],
+                has_year: c.ts_has_year[row],
+                wrap_ts: c.wrap_ts[row],
+            };
+            if stamp.fully_dated() {
+                let ts = stamp.ts.expect("dated");
+                *self.dated.entry(ts).or_default() += 1;
+                let at = *self.first_at.entry(file_id).or_insert_with(|| {
+                    self.first_dated.push((file_id, None, None));
+                    self.first_dated.len() - 1
+                });
+                let entry = &mut self.first_dated[at];
+                if entry.1.is_none() {
+                    entry.1 = Some(ts);
+                }
+                if entry.2.is_none() {
+                    entry.2 = stamp.wrap_ts.map(|wrap| clock::wrapper_offset(ts, wrap));
+                }
+            }
+        }
+    }
+
+    /// The median fully dated time (the mean of the two middle ones, toward zero).
+    pub fn median(&self) -> Option<i64> {
+        let total: u64 = self.dated.values().sum();
+        if total == 0 {
+            return None;
+        }
+        let nth = |n: u64| -> i64 {
+            let mut seen = 0;
+            for (&value, &count) in &self.dated {
+                seen += count;
+                if seen > n {
+                    return value;
+                }
+            }
+            unreachable!("n < total")
+        };
+        if total % 2 == 1 {
+            Some(nth(total / 2))
+        } else {
+            let (a, b) = (i128::from(nth(total / 2 - 1)), i128::from(nth(total / 2)));
+            Some(((a + b) / 2) as i64)
+        }
+    }
+}
