@@ -724,7 +724,7 @@ class TestRolesAndRecords:
         analysis = analyze([logs], config=config(tmp_path, {"tp_size": 2, "dp_size": 2}))
         missing = next(f for f in analysis.findings if f.kind == "missing-process")
         assert missing.summary.endswith(
-            "left no line: replica 0 world ranks [1]; replica 1 world ranks [0, 1]")
+            "left no line: replica 0 world rank 1; replica 1 world ranks 0, 1")
 
     def test_sglang_scheduler_watchdog_is_an_error_finding(self, tmp_path: Path) -> None:
         """sglang#17941 shape: SGLang's own watchdog fires on PP1's schedulers and the server

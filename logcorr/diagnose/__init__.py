@@ -88,11 +88,12 @@ def diagnose(ctx: Context, contradictions: list[dict[str, object]]) -> list[Find
 
 
 def _name_streams(ctx: Context, findings: list[Finding]) -> None:
-    """A finding that names no process but whose evidence lines came through a wrapper stream
-    (`stream`: Ray's `(WorkerDict pid=859188)`) says which stream."""
+    """A finding that names no process but whose evidence lines, tied to no process, came
+    through a wrapper stream (Ray's `(WorkerDict pid=859188)`) says which: `stream` is the
+    first such line's (the culprit is known only by it), the summary names up to three."""
     if "stream" not in ctx.events.columns:
         return
-    named = ctx.events.filter(pl.col("stream").is_not_null())
+    named = ctx.events.filter(pl.col("stream").is_not_null() & pl.col("proc").is_null())
     if named.height == 0:
         return
     ids = {name: file_id for file_id, name in ctx.files.items()}
@@ -105,6 +106,6 @@ def _name_streams(ctx: Context, findings: list[Finding]) -> None:
                              on=["file_id", "line"]).sort("order")["stream"].unique(
             maintain_order=True).to_list()
         if streams:
-            finding.stream = ", ".join(streams[:3])
+            finding.stream = streams[0]
             finding.summary = (f"in the stream{'s' if len(streams) > 1 else ''} "
-                               f"{finding.stream}: {finding.summary}")
+                               f"{', '.join(streams[:3])}: {finding.summary}")

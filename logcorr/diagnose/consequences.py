@@ -88,17 +88,18 @@ def _record(ctx: Context, kind: str, rows: pl.DataFrame) -> dict[str, Any]:
                                   if p.get("replica") is not None}),
               "nodes": nodes, "unnamed": unnamed, "first_ts": first_ts, "last_ts": last_ts,
               "samples": _samples(ctx, rows)}
-    record["summary"] = _summary(kind, record, people, rows)
+    record["summary"] = _summary(ctx, kind, record, people, rows)
     return record
 
 
-def _summary(kind: str, record: dict[str, Any], people: list[dict[str, Any]],
+def _summary(ctx: Context, kind: str, record: dict[str, Any], people: list[dict[str, Any]],
              rows: pl.DataFrame) -> str:
     """`SGLang's watchdog fired: 8 processes (world ranks 0–7; node 0), 8 line(s), 10:06:05
     to 10:06:05`."""
     who = []
     if people:
-        who.append(f"{len(people)} process(es) ({world_ranks(people)})")
+        several = ctx.topology is not None and ctx.topology.sizes.replicas > 1
+        who.append(f"{len(people)} process(es) ({world_ranks(people, several)})")
     if record["unnamed"]:
         who.append(f"{record['unnamed']} line(s) that name no process")
     where = f"node(s) {ranges(record['nodes'])}" if record["nodes"] else ""
@@ -113,14 +114,15 @@ def _summary(kind: str, record: dict[str, Any], people: list[dict[str, Any]],
 
 
 def _exit_codes(rows: pl.DataFrame) -> str:
-    """`-6 (SIGABRT) x15, -9 (SIGKILL) x1`: the exit codes the parents' lines give."""
+    """`-6 (SIGABRT): 15, -9 (SIGKILL): 1`: the exit codes the parents' lines give, how
+    often."""
     counts: dict[str, int] = {}
     for text, repeats in rows.select("text", "_n").iter_rows():
         found = _EXIT.search(str(text))
         if found:
             counts[found.group(1)] = counts.get(found.group(1), 0) + int(repeats)
     return ", ".join(f"{code}" + (f" ({_SIGNALS[code]})" if code in _SIGNALS else "")
-                     + f" x{n}" for code, n in sorted(counts.items(), key=lambda kv: -kv[1])
+                     + f": {n}" for code, n in sorted(counts.items(), key=lambda kv: -kv[1])
                      ) or "not given"
 
 

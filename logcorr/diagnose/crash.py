@@ -18,6 +18,7 @@ import regex
 from logcorr.diagnose.clock import order_window
 from logcorr.diagnose.context import (
     _FAILED_RETURN,
+    _WRAP_MIN,
     CHILD_DIED,
     CHILD_FAILED_STEMS,
     CRASH_STEMS,
@@ -336,12 +337,30 @@ def _blamed_peer(events: pl.DataFrame, firsts: pl.DataFrame) -> str:
 
 
 def _record(rows: pl.LazyFrame, root: dict[str, Any]) -> pl.DataFrame:
-    """The rows of the root's record (its traceback), in file order (a root without a
-    process: the record's rows without one)."""
+    """The rows of the root's record (its traceback), in file order: its process's, and the
+    pieces no line tied to a process (a hard-wrapped line whose head only a rank tag names),
+    with `_width`: the physical line's length."""
     return rows.filter((pl.col("file_id") == root["file_id"]) & (pl.col("record") == root[
-        "record"]) & pl.col("proc").eq_missing(root["proc"])).select(
-        "file_id", "line", "part", pl.coalesce("msg", "text").alias("text")
-    ).collect().sort("line", "part")
+        "record"]) & (pl.col("proc").eq_missing(root["proc"]) | pl.col("proc").is_null())
+    ).select("file_id", "line", "part", pl.coalesce("msg", "text").alias("text"),
+             pl.col("text").str.len_chars().alias("_width")).collect().sort("line", "part")
+
+
+def _unwrapped(record: pl.DataFrame, root: dict[str, Any]) -> str:
+    """The root line whole again when a hard wrap cut it at a fixed column: its piece and
+    the record's next pieces, each joined while the one before it is as long as the root's
+    (at least _WRAP_MIN); else the root row's own text."""
+    pieces = record.filter(pl.col("line") >= root["line"])
+    if pieces.height < 2 or pieces["_width"][0] < _WRAP_MIN:
+        return str(root["text"])
+    width = pieces["_width"][0]
+    texts, widths = pieces["text"].to_list(), pieces["_width"].to_list()
+    joined = str(texts[0])
+    for index in range(1, len(texts)):
+        if widths[index - 1] != width:
+            break
+        joined += str(texts[index])
+    return joined
 
 
 # compiled at import: the `regex` package compiles in Python, and a signal that arrives inside
@@ -356,7 +375,7 @@ def _exception_text(record: pl.DataFrame, root: dict[str, Any]) -> str:
         r"^[A-Za-z_][\w.]*(?:Error|Exception|Interrupt|Exit)(?::|$)"))
     if closing.height:
         return str(closing["text"][-1]).strip()[:200]
-    text = str(root["text"])
+    text = _unwrapped(record, root)
     header = _SGLANG_STAMP.search(text)  # (behind wrappers)
     if header:
         return text[header.end():].strip()[:200]

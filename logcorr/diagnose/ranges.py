@@ -33,10 +33,11 @@ def ranges(values: Iterable[int]) -> str:
     return ", ".join(parts)
 
 
-def world_ranks(people: Iterable[dict[str, Any]]) -> str:
+def world_ranks(people: Iterable[dict[str, Any]], replicas: bool = False) -> str:
     """`world rank 5`, `world ranks 0–7, 9–15`, or with native-DP replicas (where world ranks
-    repeat) `replica 0 world ranks 0–3; replica 1 world rank 2`. Processes without a world
-    rank are counted: `2 processes without a rank`.
+    repeat: `replicas`, or processes of a replica other than 0) `replica 0 world ranks 0–3;
+    replica 1 world rank 2`. Processes without a world rank are counted: `2 processes without
+    a rank`.
 
     >>> world_ranks([{"replica": 0, "world_rank": r} for r in (0, 1, 2, 3, 9)])
     'world ranks 0–3, 9'
@@ -51,7 +52,7 @@ def world_ranks(people: Iterable[dict[str, Any]]) -> str:
             continue
         by_replica.setdefault(int(person.get("replica") or 0), set()).add(
             int(person["world_rank"]))
-    several = len(by_replica) > 1 or any(r != 0 for r in by_replica)
+    several = replicas or len(by_replica) > 1 or any(r != 0 for r in by_replica)
     parts = [(f"replica {replica} " if several else "")
              + ("world rank " if len(ranks) == 1 else "world ranks ") + ranges(ranks)
              for replica, ranks in sorted(by_replica.items())]
