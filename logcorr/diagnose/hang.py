@@ -290,7 +290,8 @@ def _hang(ctx: Context, topology: Topology, replica: int, group: str, members: t
         if {procs[p] for p in culprits} & crashed:
             summary += " (the culprit crashed: see the crash finding)"
         if unseen:
-            summary += (f"; {_ranks(procs, unseen)} left no log, so their part is unknown")
+            summary += (f"; {_ranks(procs, unseen)} left no log, so "
+                        f"{'its' if len(unseen) == 1 else 'their'} part is unknown")
     else:
         summary = (f"no culprit: every member of {where} in the logs timed out waiting on "
                    f"{work}; the missing participant is outside these logs"
