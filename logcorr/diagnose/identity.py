@@ -32,6 +32,8 @@ _DEFAULT_PG = regex.compile(r"PG GUID \d+\(default_pg\) Rank (\d+)\]")
 _PREFIX = regex.compile(r"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)? ((?:[A-Z_]+\d+ )*[A-Z_]+\d+)\]")
 # the rows whose records are read for their tags (a root is among the first ones)
 RECORD_ROWS = 64
+# the narrowest column a hard wrap is taken to cut lines at
+WRAP_MIN = 24
 
 
 def name_rows(ctx: Context, rows: pl.DataFrame, read_records: bool = False) -> pl.DataFrame:
@@ -69,10 +71,10 @@ def _named_by_tag(ctx: Context, rows: pl.DataFrame, read_records: bool) -> pl.Da
     hosts = _node_hosts(ctx)
     found: dict[int, int] = {}
     for row in unnamed.iter_rows(named=True):
-        text = str(row["text"]) + str(row.get("_next") or "")
-        text += pieces.get((row["file_id"], row["record"], row["line"]), "")
+        whole, given = pieces.get((row["file_id"], row["record"], row["line"]), ("", set()))
+        text = f"{row['text']}{row.get('_next') or ''}\n{whole}"
         proc = tagged(ctx, text, row.get("eff_host") or row.get("host"), hosts)
-        if proc is not None:
+        if proc is not None and given <= {proc}:  # (no piece the attribution gave another)
             found[int(row["_i"])] = proc
     if not found:
         return rows
@@ -104,7 +106,7 @@ def tagged(ctx: Context, text: str, host: str | None,
             ranks = {r * world + rank for r in range(replicas)}
             fits = ranks if fits is None else fits & ranks
     for found in _PREFIX.finditer(text):
-        same = {i for i, p in enumerate(topology.processes) if p.prefix == found.group(1)}
+        same = {i for i, p in enumerate(topology.processes) if p.prefix.strip() == found.group(1)}
         fits = same if fits is None else fits & same
     if not fits:
         return None
@@ -126,21 +128,58 @@ def _node_hosts(ctx: Context) -> dict[int, str]:
     return {node: hosts.pop() for node, hosts in seen.items() if len(hosts) == 1}
 
 
-def _record_pieces(ctx: Context, rows: pl.DataFrame) -> dict[tuple[Any, Any, Any], str]:
-    """(file_id, record, line) of each row -> the raw text of its record's unattributed
-    pieces up to the line after it, joined as a hard wrap cut them (a tag glued behind a
-    progress bar, or cut in two, is whole again)."""
-    keys = rows.filter(pl.col("record").is_not_null()).select("file_id", "record",
-                                                              _row=pl.col("line"))
+def _record_pieces(ctx: Context, rows: pl.DataFrame
+                   ) -> dict[tuple[Any, Any, Any], tuple[str, set[int]]]:
+    """(file_id, record, line) of each row -> the raw text of the hard-wrapped line it is a
+    piece of (`wrapped_line`), and the processes the attribution gave any of those pieces."""
+    keys = rows.filter(pl.col("record").is_not_null()).select("file_id", "record").unique()
     if keys.height == 0:
         return {}
-    found = (ctx.rows.filter(pl.col("proc").is_null())
-             .select(pl.col("file_id").cast(pl.UInt32), pl.col("record").cast(pl.UInt32),
-                     pl.col("line").cast(pl.UInt32), pl.col("part").cast(pl.UInt16), "text")
+    found = (ctx.rows.select(pl.col("file_id").cast(pl.UInt32), pl.col("record").cast(pl.UInt32),
+                             pl.col("line").cast(pl.UInt32), pl.col("part").cast(pl.UInt16),
+                             pl.col("proc").cast(pl.UInt32), "text")
              .join(keys.lazy(), on=["file_id", "record"])
-             .filter(pl.col("line") <= pl.col("_row") + 1)
-             .sort("file_id", "record", "_row", "line", "part")
-             .group_by("file_id", "record", "_row", maintain_order=True)
-             .agg(pl.col("text").str.join(""))
-             .collect())
-    return {(f, r, n): str(t) for f, r, n, t in found.iter_rows()}
+             .group_by("file_id", "record", "line").agg(pl.col("text").sort_by("part").str.join(""),
+                                                       pl.col("proc").drop_nulls().first())
+             .sort("file_id", "record", "line").collect())
+    pieces: dict[tuple[Any, Any], list[tuple[int, str, int | None]]] = {}
+    for file_id, record, line, text, proc in found.iter_rows():
+        pieces.setdefault((file_id, record), []).append((int(line), str(text), proc))
+    out = {}
+    for file_id, record, line in rows.select("file_id", "record", "line").iter_rows():
+        mine = pieces.get((file_id, record), [])
+        index = next((i for i, (n, _, _) in enumerate(mine) if n == line), None)
+        if index is not None:
+            first, last = wrapped_line([len(t) for _, t, _ in mine], index)
+            out[(file_id, record, line)] = ("".join(t for _, t, _ in mine[first:last + 1]),
+                                            {int(p) for _, _, p in mine[first:last + 1]
+                                             if p is not None})
+    return out
+
+
+def wrapped_line(widths: list[int], index: int) -> tuple[int, int]:
+    """(first, last) of the pieces that a hard wrap at a fixed column cut the line holding
+    piece `index` into (`widths`: the pieces' lengths in file order): a run of pieces as long
+    as the column (at least WRAP_MIN) and the piece that ends the line.
+
+    >>> wrapped_line([12, 40, 40, 16, 30], 2)   # pieces 1-3: one line wrapped at 40
+    (1, 3)
+    >>> wrapped_line([12, 40, 40, 16, 30], 3)
+    (1, 3)
+    >>> wrapped_line([40, 40, 16], 0)
+    (0, 2)
+    >>> wrapped_line([12, 20, 18], 2)           # no wrap: the piece alone
+    (2, 2)
+    """
+    if index > 0 and widths[index - 1] >= max(widths[index], WRAP_MIN):
+        width = widths[index - 1]  # (a piece inside the run, or the one that ends it)
+    elif index + 1 < len(widths) and widths[index] >= WRAP_MIN:
+        width = widths[index]  # (the head of a wrapped line)
+    else:
+        return index, index
+    first = last = index
+    while first > 0 and widths[first - 1] == width:
+        first -= 1
+    while last + 1 < len(widths) and widths[last] == width:
+        last += 1
+    return first, last
