@@ -6,6 +6,7 @@ shapes of the fixtures (benchmarks/generate.py) and of SGLang 0.5.23 / torch 2.8
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 from typing import Any
@@ -81,7 +82,7 @@ def consequence(finding: Any, kind: str) -> dict[str, Any]:
 
 
 def terminal(analysis: Analysis) -> str:
-    console = Console(width=200, record=True, color_system=None, file=open("/dev/null", "w"))
+    console = Console(width=200, record=True, color_system=None, file=io.StringIO())
     console.print(findings_view(analysis))
     return console.export_text()
 
@@ -320,7 +321,7 @@ class TestRanges:
         result.findings_changed = [{"change": "new", "kind": "init-hang", "severity": "error",
                                     "group": None, "culprits": [
                                         {"replica": 0, "world_rank": w} for w in range(8, 16)]}]
-        console = Console(width=200, record=True, color_system=None, file=open("/dev/null", "w"))
+        console = Console(width=200, record=True, color_system=None, file=io.StringIO())
         console.print(render_comparison(result))
         assert "culprits: replica 0 world ranks 8\u201315" in console.export_text()
 
