@@ -173,13 +173,13 @@ def wrapped_line(widths: list[int], index: int) -> tuple[int, int]:
     """
     if index > 0 and widths[index - 1] >= max(widths[index], WRAP_MIN):
         width = widths[index - 1]  # (a piece inside the run, or the one that ends it)
-    elif index + 1 < len(widths) and widths[index] >= WRAP_MIN:
+    elif index + 1 < len(widths) and widths[index + 1] <= widths[index] >= WRAP_MIN:
         width = widths[index]  # (the head of a wrapped line)
     else:
         return index, index
     first = last = index
     while first > 0 and widths[first - 1] == width:
         first -= 1
-    while last + 1 < len(widths) and widths[last] == width:
+    while last + 1 < len(widths) and widths[last] == width >= widths[last + 1]:
         last += 1
     return first, last
