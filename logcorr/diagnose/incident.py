@@ -35,6 +35,7 @@ from logcorr.diagnose.context import (
     Finding,
     _contains_any,
 )
+from logcorr.diagnose.identity import name_rows
 from logcorr.diagnose.ranges import ranges, world_ranks
 
 Key = tuple[Any, Any]
@@ -55,7 +56,8 @@ def one_verdict(ctx: Context, findings: list[Finding], teardown: pl.DataFrame,
     fold.link(errors)
     roots = sorted((f for f in errors if f not in fold), key=_time_key)
     fold.assign(roots, teardown, "abort", prefer=_HANGS)
-    fold.assign(roots, ctx.events.filter(_contains_any(CASCADE_STEMS)), "kill-cascade")
+    fold.assign(roots, name_rows(ctx, ctx.events.filter(_contains_any(CASCADE_STEMS))),
+                "kill-cascade")
     for number, root in enumerate(roots):
         root.role = "root" if number == 0 else "independent"
         root.summary += fold.notes(root)
