@@ -6,12 +6,12 @@ group instance and look for the odd one out:
 
 | kind              | rests on                                                                    |
 |-------------------|-----------------------------------------------------------------------------|
-| crash             | a process's first exception / fatal error; the earliest is the root, the     |
-|                   | SIGQUIT / kill cascade after it is attached, not reported as more roots     |
+| crash             | a process's first exception / fatal error; the earliest is the root (a      |
+|                   | hang's teardown is not a crash: see `teardown`)                             |
 | collective-hang   | torch watchdog timeouts of one group instance: members behind the SeqNum the |
 |                   | others wait on, or silent, are culprits; the ones that timed out are waiting |
-| watchdog-timeout  | SGLang's own watchdog fired: those processes hung; the kill after it is      |
-|                   | attached                                                                    |
+| watchdog-timeout  | SGLang's own watchdog fired: those processes hung (or waited for a crashed  |
+|                   | one: then a consequence of the crash)                                       |
 | init-hang         | a startup phase begun and never ended (NCCL `Init START` without COMPLETE,  |
 |                   | `Init … begin` without its end, weights never loaded) while others went on  |
 | missing-process   | processes of the topology that left no line at all                          |
@@ -21,7 +21,11 @@ group instance and look for the odd one out:
 
 One module per finding kind, over the shared `context` (the rows the rules read, who each
 process is, the message stems): `crash`, `hang`, `watchdog`, `init`, `missing`, `transfer`,
-`stalled` (with `unresponsive`), `clock`. `diagnose` runs them in order and sorts the findings.
+`stalled` (with `unresponsive`), `clock`. Beside them: `teardown` (which fatal lines are a
+hang's teardown), `identity` (the process a fatal line's own rank tag names), `incident` (one
+verdict per incident: each error finding's role, consequences folded under their root),
+`consequences` (one record per kind), `ranges` (member lists as ranges). `diagnose` runs the
+rules in order, folds the incidents and sorts the findings.
 """
 
 from __future__ import annotations
