@@ -297,7 +297,10 @@ def _hang(ctx: Context, topology: Topology, replica: int, group: str, members: t
                    f"{work}; the missing participant is outside these logs"
                    + (f" (look here next: the logs of {_ranks(procs, unseen)})"
                       if unseen else ""))
-    if tops:
+    if len(tops) == 1:  # (one member dumped its stack: where it was)
+        [(proc, frame)] = tops.items()
+        summary += f"; world rank {procs[proc]}'s py-spy stack: in {frame}"
+    elif tops:
         summary += f"; py-spy stacks: {groups}"
     if dumped:
         summary += (f"; {_ranks(procs, dumped)} only reported a timeout without its SeqNum (a "
