@@ -500,8 +500,9 @@ def _short(person: dict[str, Any]) -> str:
         bits += [f"DP{person['dp_rank']}"] if person.get("dp_rank") is not None else []
         bits += [f"PP{person['pp_rank']}"] if person.get("pp_rank") else []
     if person.get("node_rank") is not None:
-        bits.append(f"node {person['node_rank']} GPU {person['gpu_id']}")
-    else:
+        bits.append(f"node {person['node_rank']}" + (f" GPU {person['gpu_id']}"
+                                                      if person.get("gpu_id") is not None else ""))
+    if person.get("world_rank") is None:
         bits += [f"host {person['host']}"] if person.get("host") else []
         bits += [f"PID {person['pid']}"] if person.get("pid") else []
     return f"{head} ({', '.join(bits)})" if bits else head

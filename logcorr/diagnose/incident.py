@@ -269,7 +269,10 @@ def _time_key(finding: Finding) -> tuple[str, str]:
 
 def _why_separate(ctx: Context, finding: Finding, root: Finding) -> str:
     """Why `finding` is not a consequence of `root`: another group, another time window, or
-    no line ties it to it."""
+    nothing that ties it to it (and what is missing to tell)."""
+    if ctx.topology is None:
+        return (f"without the launch config, whether its processes are of the {root.kind}'s "
+                "group cannot be told")
     mine = _keys(finding.processes + finding.waiting + finding.unknown)
     theirs = _involved(root) | _keys(root.waiting)
     mine_replicas, their_replicas = {r for r, _ in mine}, {r for r, _ in theirs}
@@ -280,10 +283,11 @@ def _why_separate(ctx: Context, finding: Finding, root: Finding) -> str:
     if start is not None and end is not None and start - end > _SEPARATE_AFTER:
         minutes = (start - end).total_seconds() / 60
         return f"another time window (it began {minutes:.0f} min after the {root.kind} ended)"
-    if mine and theirs and not mine & theirs:
+    if not theirs:
+        return (f"the {root.kind} names no process, so whether these waited for it cannot be "
+                "told")
+    if mine and not mine & theirs:
         return f"another group (none of its processes is of the {root.kind})"
-    if root.kind == "crash" and not root.processes:
-        return "the crash names no process, so whether these waited for it cannot be told"
     if finding.kind == "collective-hang" and root.kind == "crash":
         return "its culprit is not the process that crashed"
     return f"no line ties it to the {root.kind}"
