@@ -152,13 +152,15 @@ class _Fold:
     def assign(self, roots: list[Finding], rows: pl.DataFrame, kind: str,
                prefer: tuple[str, ...] = ()) -> None:
         """Give each of `rows` to the root it follows: the latest root (of the `prefer`
-        kinds when one is there) that began before it in the timeline."""
+        kinds when one is there) that began before it in the timeline. Rows before every
+        root follow none, but for a hang's teardown (`prefer`: its order may be undecided),
+        which goes to the first."""
         if rows.height == 0 or not roots:
             return
         starts = [(self.start(r), r) for r in roots]
         preferred = [(s, r) for s, r in starts if _holds(r, prefer)] or starts
-        owner = pl.Series([_latest_before(preferred, int(o)) for o in rows["order"]],
-                          dtype=pl.Int64)
+        owner = pl.Series([_latest_before(preferred, int(o), bool(prefer))
+                           for o in rows["order"]], dtype=pl.Int64)
         rows = rows.with_columns(_owner=owner)
         for index, (_, root) in enumerate(preferred):
             mine = rows.filter(pl.col("_owner") == index)
@@ -187,13 +189,14 @@ def lines_undecided(rows: pl.DataFrame) -> int:
     return int(rows.filter(pl.col("_undecided").fill_null(False))["_n"].sum())
 
 
-def _latest_before(starts: list[tuple[int, Finding]], order: int) -> int:
-    """Index into `starts` of the latest one starting before `order` (else the first)."""
-    best = 0
-    for index, (start, _) in enumerate(starts):
-        if start < order and start >= starts[best][0]:
-            best = index
-    return best
+def _latest_before(starts: list[tuple[int, Finding]], order: int, fallback: bool
+                   ) -> int | None:
+    """Index into `starts` of the latest one starting before `order`; when none does, the
+    first with `fallback`, else None."""
+    before = [(start, index) for index, (start, _) in enumerate(starts) if start < order]
+    if before:
+        return max(before)[1]
+    return 0 if fallback else None
 
 
 def _holds(root: Finding, kinds: tuple[str, ...]) -> bool:
