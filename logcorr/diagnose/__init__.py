@@ -6,7 +6,7 @@ group instance and look for the odd one out:
 
 | kind              | rests on                                                                    |
 |-------------------|-----------------------------------------------------------------------------|
-| crash             | a process's first exception / fatal error; the earliest is the root (a      |
+| crash             | a process's first exception / fatal error; the earliest is the root (a     |
 |                   | hang's teardown is not a crash: see `teardown`)                             |
 | collective-hang   | torch watchdog timeouts of one group instance: members behind the SeqNum the |
 |                   | others wait on, or silent, are culprits; the ones that timed out are waiting |

@@ -36,14 +36,13 @@ from logcorr.diagnose.context import (
     _interrupt_lines,
     _iso,
     _last_ts,
-    _name,
     _short,
     _span,
     _unnamed,
     lines_in,
 )
 from logcorr.diagnose.identity import name_rows
-from logcorr.diagnose.ranges import world_ranks
+from logcorr.diagnose.ranges import ranges, world_ranks
 from logcorr.diagnose.teardown import mark_teardown
 
 
@@ -119,10 +118,10 @@ def _crash(ctx: Context, firsts: pl.DataFrame, earlier: pl.DataFrame, peer_first
                     f"({world_ranks(ctx.who(later['proc'].to_list()))})")
     warned = _nccl_warnings_before(ctx, root)
     if warned.height:
-        others = sorted({_name(ctx.people[int(p)]) for p in warned["proc"].drop_nulls()
-                         if int(p) in ctx.people and int(p) != root["proc"]})
+        others = ctx.who(int(p) for p in warned["proc"].drop_nulls()
+                         if int(p) != root["proc"])
         if others:
-            summary += f"; NCCL warned before it on {', '.join(others)}"
+            summary += f"; NCCL warned before it on {world_ranks(others)}"
     evidence = ctx.cite(pl.concat([firsts.head(1).select("file_id", "line"),
                                    record.tail(1).select("file_id", "line"),
                                    warned.select("file_id", "line"),
@@ -192,7 +191,7 @@ def _nccl_init_failures(ctx: Context) -> list[Finding]:
     procs = failed["proc"].drop_nulls().unique(maintain_order=True).to_list()
     unnamed = [f"PID {pid} on {host}" for host, pid in
                failed.filter(pl.col("proc").is_null()).select("host", "pid").iter_rows()]
-    names = [_name(ctx.people[p]) for p in procs if p in ctx.people] + unnamed[:4]
+    names = ([world_ranks(ctx.who(procs))] if ctx.who(procs) else []) + unnamed[:4]
     if len(unnamed) > 4:
         names.append(f"{len(unnamed) - 4} more")
     who = ", ".join(names)
@@ -329,7 +328,7 @@ def _blamed_peer(events: pl.DataFrame, firsts: pl.DataFrame) -> str:
                 "first; check its logs)")
     ranks = sorted({int(m.group(1)) for t in said if (m := _PEER_RANK.search(str(t)))})
     if ranks:
-        return (f" (torch's monitored barrier names rank(s) {ranks} of its process group; "
+        return (f" (torch's monitored barrier names rank(s) {ranges(ranks)} of its process group; "
                 "check that rank's logs)")
     if any("could finish the model loading" in str(t) for t in said):
         return " (SGLang: other TP ranks did not finish loading the model)"

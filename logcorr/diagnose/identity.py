@@ -29,7 +29,8 @@ from logcorr.diagnose.context import Context
 _DEAD_PID = r"(?:\(pid=|DataParallelController )(\d+)\)? (?:crashed|terminated)"
 _RANK = regex.compile(r"\[rank(\d+)\]:")
 _DEFAULT_PG = regex.compile(r"PG GUID \d+\(default_pg\) Rank (\d+)\]")
-_PREFIX = regex.compile(r"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)? ((?:[A-Z_]+\d+ )*[A-Z_]+\d+)\]")
+_PREFIX = regex.compile(r"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)? "
+                        r"((?:[A-Z_]+\d+ )*[A-Z_]+\d+)\]")
 # the rows whose records are read for their tags (a root is among the first ones)
 RECORD_ROWS = 64
 # the narrowest column a hard wrap is taken to cut lines at

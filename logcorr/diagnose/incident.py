@@ -5,16 +5,21 @@ a **consequence** of a root (folded into the root's `consequences`, never report
 verdict), or **independent** (a second incident, whose summary says why it is separate).
 What decides is time and topology:
 
-| observation                                              | role           | of root / why |
-|----------------------------------------------------------|----------------|---------------|
-| a collective hang whose culprits crashed before it       | consequence    | the crash: the others waited for a dead process |
-| SGLang's watchdog on members of a hung group             | consequence    | the hang: the same members waiting |
-| SGLang's watchdog after a crash, on processes of the crashed one's replica (they share its world group: TP, PP stages, EP, attention DP) | consequence | the crash: they waited for it |
-| a crash of processes of a hang's incident, after it      | consequence    | the hang (members failing once it timed out) |
-| aborts and exit codes after a group's timeout (`teardown`) | consequence  | the hang (or the root it belongs to) they follow |
-| the SIGQUIT / kill cascade                               | consequence    | the root it follows |
-| a crash before any timeout                               | root           | |
-| anything else                                            | independent    | another group, another time window, or no line ties it to the root |
+- a collective hang whose culprits crashed before it: a consequence of the crash (the others
+  waited for a dead process);
+- SGLang's watchdog on members of a hung group: a consequence of the hang (the same members
+  waiting);
+- SGLang's watchdog after a crash, on processes of the crashed one's replica (they share its
+  world group: its TP group, the other PP stages, EP and attention-DP ranks): a consequence of
+  the crash (they waited for it);
+- a crash of processes of a hang's incident, after it: a consequence of the hang (members
+  failing once it timed out);
+- aborts and exit codes after a group's timeout (`teardown`): consequences of the hang (or of
+  the root it was folded into) they follow;
+- the SIGQUIT / kill cascade: a consequence of the root it follows;
+- a crash before any timeout: a root;
+- anything else: independent (another group, another time window, or no line ties it to the
+  root).
 
 Where the order of two observations cannot be told (stamps within `clock.order_window` of
 each other: whole seconds, clock skew), the later-looking one stays a consequence and the

@@ -23,7 +23,6 @@ from logcorr.diagnose.context import (
     Finding,
     _contains_any,
     _iso,
-    _name,
     _person,
     _places,
     _short,
@@ -267,7 +266,7 @@ def _their_logs(ctx: Context, procs: list[int]) -> str:
                                      for q in range(len(topology.processes)))]
     if whole and len(whole) == len(nodes):
         return ", ".join(f"node {n}'s log" for n in whole)
-    return f"the logs of {', '.join(_name(_person(ctx, p)) for p in procs)}"
+    return f"the logs of {world_ranks([_person(ctx, p) for p in procs])}"
 
 
 _STORE_ADDRESS = regex.compile(r"trying to connect to \(([^,()\s]+), (\d+)\)"

@@ -8,13 +8,15 @@ exit (`Subprocess scheduler_2 (pid=â€¦) crashed with exit code -6`: SIGABRT; `â€
 -9`) and kills the rest. Such a row is teardown when it comes after the first hang line (a
 collective timeout or a hard SGLang watchdog):
 
-| how the row relates to the first hang line                                  | teardown? |
-|-----------------------------------------------------------------------------|-----------|
-| its own process or file printed a hang line before it                       | yes       |
-| stamped later than it by more than the window (same host: any later second) | yes       |
-| no stamp of its own, and the timeline places it later                       | yes       |
-| stamped within the window on either side (whole seconds, clock skew)        | yes, undecided: the root's summary says so |
-| before it, by more than the window, or untimed and earlier                  | no: a crash of its own |
+| how the row relates to the first hang line                                | teardown?      |
+|---------------------------------------------------------------------------|----------------|
+| its own process or file printed a hang line before it                     | yes            |
+| stamped later by more than the window (same host: any later second)      | yes            |
+| no stamp of its own, and the timeline places it later                     | yes            |
+| stamped within the window on either side (whole seconds, clock skew)      | yes, undecided |
+| before it, by more than the window, or untimed and earlier                | no: a crash    |
+
+An undecided row is said in the root's summary.
 
 The window is `clock.order_window`: SKEW_SECONDS plus the skew the timeouts themselves show.
 A row whose own text or `what()` is a CUDA fault is always a crash; `terminate called` whose
