@@ -136,7 +136,10 @@ def _record_pieces(ctx: Context, rows: pl.DataFrame
     keys = rows.filter(pl.col("record").is_not_null()).select("file_id", "record").unique()
     if keys.height == 0:
         return {}
-    found = (ctx.rows.select(pl.col("file_id").cast(pl.UInt32), pl.col("record").cast(pl.UInt32),
+    wanted = (pl.col("file_id").is_in(keys["file_id"].unique().implode())
+              & pl.col("record").is_in(keys["record"].unique().implode()))
+    found = (ctx.rows.filter(wanted)
+             .select(pl.col("file_id").cast(pl.UInt32), pl.col("record").cast(pl.UInt32),
                              pl.col("line").cast(pl.UInt32), pl.col("part").cast(pl.UInt16),
                              pl.col("proc").cast(pl.UInt32), "text")
              .join(keys.lazy(), on=["file_id", "record"])
