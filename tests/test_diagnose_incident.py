@@ -238,6 +238,24 @@ class TestWatchdogsAfterACrash:
         assert root.kind == "crash" and ranks(root.processes) == [5]
         assert "came after it cannot be told from the stamps" in root.summary
 
+    def test_a_watchdog_an_hour_later_is_a_separate_incident(self, tmp_path: Path) -> None:
+        """As the pipeline case, but stage 0's watchdogs fire an hour after the crash, far
+        past 300 s: not the crash's waiting, another time window."""
+        logs = tmp_path / "logs"
+        write(logs, "node0.log", [batch(f"PP0 TP{t}", 60) for t in range(4)] + [
+            f"[{DAY} 11:01:10 PP0 TP{t}] Scheduler watchdog timeout (self.watchdog_timeout=300, "
+            "self.soft=False)" for t in range(4)])
+        write(logs, "node1.log", [batch(f"PP1 TP{t}", 60) for t in range(4)]
+              + exception("PP1 TP1", 70))
+        found = analyze([logs], config=config(tmp_path, {"tp_size": 4, "pp_size": 2,
+                                                         "nnodes": 2})).findings
+        crash, watchdog = errors(found)
+        assert (crash.kind, watchdog.kind, watchdog.role) == ("crash", "watchdog-timeout",
+                                                              "independent")
+        assert watchdog.summary.endswith(
+            "separate from the crash above: another time window (it began 60 min after the "
+            "crash ended)")
+
     def test_a_watchdog_in_another_replica_is_a_separate_incident(self, tmp_path: Path
                                                                   ) -> None:
         """Native DP (two replicas of TP4): replica 0's world rank 1 crashes; replica 1's

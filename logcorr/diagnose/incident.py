@@ -10,10 +10,11 @@ What decides is time and topology:
 - SGLang's watchdog on members of a hung group: a consequence of the hang (the same members
   waiting);
 - SGLang's watchdog after a crash, on processes of the crashed one's replica (they share its
-  world group: its TP group, the other PP stages, EP and attention-DP ranks): a consequence of
-  the crash (they waited for it);
-- a crash of processes of a hang's incident, after it: a consequence of the hang (members
-  failing once it timed out);
+  world group: its TP group, the other PP stages, EP and attention-DP ranks), within ten
+  minutes and one and a half watchdog timeouts of it: a consequence of the crash (they waited
+  for it);
+- a crash of processes of a hang's incident, after it, within ten minutes of its last
+  timeout: a consequence of the hang (members failing once it timed out);
 - aborts and exit codes after a group's timeout (`teardown`): consequences of the hang (or of
   the root it was folded into) they follow;
 - the SIGQUIT / kill cascade: a consequence of the root it follows;
@@ -32,6 +33,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 import polars as pl
+import regex
 
 from logcorr.diagnose.consequences import COLUMNS, records
 from logcorr.diagnose.context import (
@@ -125,7 +127,8 @@ class _Fold:
             people = _keys(crash.processes) or _keys(crash.waiting)
             for root in (f for f in errors if f.kind in _HANGS and f not in self):
                 order = self.order(crash, root)
-                if people and people <= _involved(root) and order != "before":
+                if (people and people <= _involved(root) and order != "before"
+                        and _within(crash, root.last_ts or root.first_ts, _SEPARATE_AFTER)):
                     self.attach(crash, root, undecided=order == "undecided")
                     break
 
@@ -138,9 +141,12 @@ class _Fold:
         if hang is not None:
             self.attach(watchdog, hang)
             return
+        # (it fires `watchdog_timeout` after the loop stopped, polling every half of it)
+        fires = _SEPARATE_AFTER + 1.5 * _watchdog_timeout(watchdog)
         for crash in crashes:
             order = self.order(watchdog, crash)
-            if order != "before" and _depends(self.ctx, watchdog, crash):
+            if (order != "before" and _depends(self.ctx, watchdog, crash)
+                    and _within(watchdog, crash.first_ts, fires)):
                 self.attach(watchdog, crash, undecided=order == "undecided")
                 return
 
@@ -265,6 +271,24 @@ def _depends(ctx: Context, watchdog: Finding, crash: Finding) -> bool:
     if ctx.topology is None:
         return people <= crashed
     return {r for r, _ in people} <= {r for r, _ in crashed}
+
+
+def _within(later: Finding, since: str | None, limit: timedelta) -> bool:
+    """`later` began no more than `limit` after the time `since` (true when a time is
+    missing: nothing says it is another time window)."""
+    start, end = _when(later.first_ts), _when(since)
+    return start is None or end is None or start - end <= limit
+
+
+_TIMEOUT = regex.compile(r"watchdog_timeout=([\d.]+)")
+
+
+def _watchdog_timeout(watchdog: Finding) -> timedelta:
+    """The `--watchdog-timeout` its lines state (SGLang's default, 300 s, when none do)."""
+    rows = watchdog.rows
+    texts = rows["text"].to_list() if rows is not None else []
+    found = next((m for t in texts if (m := _TIMEOUT.search(str(t)))), None)
+    return timedelta(seconds=float(found.group(1)) if found else 300.0)
 
 
 def _when(value: str | None) -> datetime | None:
