@@ -33,7 +33,6 @@ from datetime import datetime, timedelta
 from typing import Any
 
 import polars as pl
-import regex
 
 from logcorr.diagnose.consequences import COLUMNS, records
 from logcorr.diagnose.context import (
@@ -44,6 +43,7 @@ from logcorr.diagnose.context import (
 )
 from logcorr.diagnose.identity import name_rows
 from logcorr.diagnose.ranges import ranges, world_ranks
+from logcorr.diagnose.watchdog import stated_timeout
 
 Key = tuple[Any, Any]
 _HANGS = ("collective-hang", "watchdog-timeout")
@@ -280,15 +280,10 @@ def _within(later: Finding, since: str | None, limit: timedelta) -> bool:
     return start is None or end is None or start - end <= limit
 
 
-_TIMEOUT = regex.compile(r"watchdog_timeout=([\d.]+)")
-
-
 def _watchdog_timeout(watchdog: Finding) -> timedelta:
     """The `--watchdog-timeout` its lines state (SGLang's default, 300 s, when none do)."""
-    rows = watchdog.rows
-    texts = rows["text"].to_list() if rows is not None else []
-    found = next((m for t in texts if (m := _TIMEOUT.search(str(t)))), None)
-    return timedelta(seconds=float(found.group(1)) if found else 300.0)
+    stated = stated_timeout(watchdog.rows) if watchdog.rows is not None else None
+    return timedelta(seconds=stated if stated is not None else 300.0)
 
 
 def _when(value: str | None) -> datetime | None:

@@ -49,11 +49,11 @@ def watchdog_findings(ctx: Context, earlier: list[Finding]) -> list[Finding]:
     # (the timeout lines say the limit and whether it is soft; a `debug info:` dump does not)
     stated = fired.filter(pl.col("text").str.to_lowercase().str.contains(
         "watchdog timeout (", literal=True))
-    timeout = _WATCHDOG_TIMEOUT.search(" ".join(stated["text"].head(1).to_list()))
+    timeout = stated_timeout(stated)
     # a soft watchdog (`self.soft=True`) only dumps state; the process may go on
     soft = stated.height > 0 and bool(stated.select(
         pl.col("text").str.contains("self.soft=True", literal=True).all()).item())
-    limit = f"watchdog_timeout={timeout.group(1)} s" if timeout else "the watchdog timeout"
+    limit = f"watchdog_timeout={timeout:g} s" if timeout else "the watchdog timeout"
     who = _who(people, first.get("role"))
     summary = (f"SGLang's soft watchdog fired on {who}: a slow step (its loop made no progress "
                f"for longer than {limit}; a soft watchdog only dumps state, and the process may "
@@ -72,6 +72,13 @@ def watchdog_findings(ctx: Context, earlier: list[Finding]) -> list[Finding]:
     return [Finding("watchdog-timeout", "warning" if soft else "error", summary, suspects,
                     first_ts=first_ts, last_ts=last_ts, evidence=evidence, waiting=waiting,
                     unknown=unknown, rows=fired)]
+
+
+def stated_timeout(rows: pl.DataFrame) -> float | None:
+    """The `--watchdog-timeout` (seconds) the first of `rows` that states one gives."""
+    found = next((m for t in rows["text"].to_list()
+                  if (m := _WATCHDOG_TIMEOUT.search(str(t)))), None)
+    return float(found.group(1)) if found else None
 
 
 def _who(people: list[dict[str, Any]], role: str | None) -> str:
