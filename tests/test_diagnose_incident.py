@@ -180,6 +180,35 @@ class TestTheTeardownOfAHang:
         assert [c["kind"] for c in root.consequences] == ["collective-hang", "abort"]
         assert ranks(root.waiting) == [0, 1, 3]
 
+    def test_a_victim_in_another_stage_follows_the_hang(self, tmp_path: Path) -> None:
+        """TP4 PP2: stage 0's world rank 1 never reaches the collective, the others time
+        out and are aborted; stage 1's world rank 5 then fails saying the remote process
+        exited. A victim of the teardown: the hang's consequence, not a second verdict."""
+        logs = tmp_path / "logs"
+        lines = [batch(f"PP{r // 4} TP{r % 4}", 60) for r in range(8)]
+        for rank in (0, 2, 3):
+            lines += [*timeout(rank), *abort(rank)]
+        lines += [f"[{stamp(675)} PP1 TP1] Scheduler hit an exception: Traceback (most recent "
+                  "call last):",
+                  "torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:3356, "
+                  "remote process exited or there was a network error, NCCL version 2.21.5"]
+        write(logs, "node0.log", lines)
+        found = analyze([logs], config=config(tmp_path, {"tp_size": 4, "pp_size": 2})).findings
+        [root] = errors(found)
+        assert root.kind == "collective-hang" and ranks(root.processes) == [1]
+        assert consequence(root, "crash")["world_ranks"] == [5]
+        assert 5 in ranks(root.waiting)
+
+    def test_a_killed_line_before_the_crash_is_not_its_cascade(self, tmp_path: Path) -> None:
+        """A `Killed` line of an earlier run, before the crash, follows no root."""
+        logs = tmp_path / "logs"
+        write(logs, "main.log", [f"[{stamp(1)}] Killed"])
+        for rank in range(2):
+            write(logs, f"rank{rank}.log", [batch(f"TP{rank}", 60)]
+                  + (exception("TP1", 70) if rank == 1 else []))
+        [root] = errors(analyze([logs], config=config(tmp_path, {"tp_size": 2})).findings)
+        assert root.kind == "crash" and root.consequences == []
+
 
 DAY = "2026-11-29"
 

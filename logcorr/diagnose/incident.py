@@ -13,8 +13,9 @@ What decides is time and topology:
   world group: its TP group, the other PP stages, EP and attention-DP ranks), within ten
   minutes and one and a half watchdog timeouts of it: a consequence of the crash (they waited
   for it);
-- a crash of processes of a hang's incident, after it, within ten minutes of its last
-  timeout: a consequence of the hang (members failing once it timed out);
+- a crash of processes of a hang's incident (or of victims in its replica that blame a peer),
+  after it, within ten minutes of its last timeout: a consequence of the hang (members failing
+  once it timed out);
 - aborts and exit codes after a group's timeout (`teardown`): consequences of the hang (or of
   the root it was folded into) they follow;
 - the SIGQUIT / kill cascade: a consequence of the root it follows;
@@ -124,10 +125,9 @@ class _Fold:
         for crash in crashes:
             if crash in self or any(self.root_of(h) is crash for h in hangs):
                 continue
-            people = _keys(crash.processes) or _keys(crash.waiting)
             for root in (f for f in errors if f.kind in _HANGS and f not in self):
                 order = self.order(crash, root)
-                if (people and people <= _involved(root) and order != "before"
+                if (_caused(crash, root) and order != "before"
                         and _within(crash, root.last_ts or root.first_ts, _SEPARATE_AFTER)):
                     self.attach(crash, root, undecided=order == "undecided")
                     break
@@ -258,6 +258,19 @@ def _involved(finding: Finding) -> set[Key]:
     if finding.group_members:
         keys |= {(r, m) for r in replicas for m in finding.group_members}
     return keys
+
+
+def _caused(crash: Finding, hang: Finding) -> bool:
+    """A crash the hang explains: its processes are of the hang's incident, or every process
+    that failed blames a peer (a victim: no culprit of its own) and is of the hang's
+    replica."""
+    people = _keys(crash.processes) or _keys(crash.waiting)
+    involved = _involved(hang)
+    if not people:
+        return False
+    if people <= involved:
+        return True
+    return not crash.processes and {r for r, _ in people} <= {r for r, _ in involved}
 
 
 def _depends(ctx: Context, watchdog: Finding, crash: Finding) -> bool:
