@@ -57,7 +57,7 @@ _SEPARATE_AFTER = timedelta(minutes=10)
 
 def one_verdict(ctx: Context, findings: list[Finding], teardown: pl.DataFrame,
                 window: timedelta) -> list[Finding]:
-    """`findings` with every consequence folded into its root (see the table above), the
+    """`findings` with every consequence folded into its root (see the list above), the
     roles set, and each root's `consequences` built; the consequences are left out."""
     errors = [f for f in findings if f.severity == "error"]
     fold = _Fold(ctx, window)
@@ -111,7 +111,7 @@ class _Fold:
                 "clock skew): taken as its consequence")
 
     def link(self, errors: list[Finding]) -> None:
-        """Apply the rules of the table above, in order."""
+        """Apply the rules of the list above, in order."""
         hangs = [f for f in errors if f.kind == "collective-hang"]
         crashes = [f for f in errors if f.kind == "crash"]
         for crash in crashes:
