@@ -149,7 +149,6 @@ def pick_culprit(topo: Topology, spec: str | None) -> Process:
 
 
 def incident(world: World, t: datetime, kind: str, culprit: Process) -> None:
-    topo = world.topology
     if kind == "none":
         return
     t = t + timedelta(seconds=5)
@@ -174,24 +173,37 @@ def incident(world: World, t: datetime, kind: str, culprit: Process) -> None:
                   "RuntimeError: CUDA error: an illegal memory access was encountered")
         cascade(world, t, culprit)
         return
-    # hang: the culprit goes quiet; its TP peers' watchdogs fire 600 s later
+    if kind == "crash-watchdog":
+        crash_then_watchdog(world, t, culprit)
+        return
+    members, late = hang(world, t, culprit)
+    if kind == "hang-abort":
+        teardown(world, late, culprit, members)
+
+
+def timeout_lines(p: Process, late: datetime) -> list[str]:
+    """torch's watchdog timeout of a member waiting on SeqNum 9141 of its TP group."""
+    stamp = c10(late)
+    return [f"[rank{p.world_rank}]:[{stamp} ProcessGroupNCCL.cpp:607] [PG ID 2 PG GUID "
+            f"3(tp:device) Rank {p.tp_rank}] Watchdog caught collective operation timeout:"
+            f" WorkNCCL(SeqNum=9141, OpType=ALLREDUCE, NumelIn=19008, NumelOut=19008, "
+            f"Timeout(ms)=600000) ran for 600071 milliseconds before timing out.",
+            f"[rank{p.world_rank}]:[{stamp} ProcessGroupNCCL.cpp:1785] [PG ID 2 PG GUID "
+            f"3(tp:device) Rank {p.tp_rank}] Exception (either an error or timeout) "
+            f"detected by watchdog at work: 9141, last enqueued NCCL work: 9141, last "
+            f"completed NCCL work: 9140."]
+
+
+def hang(world: World, t: datetime, culprit: Process) -> tuple[list[Process], datetime]:
+    """The culprit goes quiet; its TP peers' torch watchdogs fire 600 s later, then the
+    culprit's own SGLang watchdog (with a py-spy dump). (the members that timed out, when)"""
+    topo = world.topology
     late = t + timedelta(seconds=600)
-    for p in topo.processes:
-        if p.key == culprit.key or p.replica != culprit.replica:
-            continue
-        if topo.group_instance("tp", p.world_rank) != topo.group_instance("tp",
-                                                                          culprit.world_rank):
-            continue
-        stamp = c10(late)
-        world.add(late, p.node_rank, p,
-                  f"[rank{p.world_rank}]:[{stamp} ProcessGroupNCCL.cpp:607] [PG ID 2 PG GUID "
-                  f"3(tp:device) Rank {p.tp_rank}] Watchdog caught collective operation timeout:"
-                  f" WorkNCCL(SeqNum=9141, OpType=ALLREDUCE, NumelIn=19008, NumelOut=19008, "
-                  f"Timeout(ms)=600000) ran for 600071 milliseconds before timing out.",
-                  f"[rank{p.world_rank}]:[{stamp} ProcessGroupNCCL.cpp:1785] [PG ID 2 PG GUID "
-                  f"3(tp:device) Rank {p.tp_rank}] Exception (either an error or timeout) "
-                  f"detected by watchdog at work: 9141, last enqueued NCCL work: 9141, last "
-                  f"completed NCCL work: 9140.")
+    group = topo.group_instance("tp", culprit.world_rank)
+    members = [p for p in topo.processes if p.key != culprit.key and p.replica == culprit.replica
+               and topo.group_instance("tp", p.world_rank) == group]
+    for p in members:
+        world.add(late, p.node_rank, p, *timeout_lines(p, late))
     dump = late + timedelta(seconds=1)
     pid = world.pid(culprit)
     world.add(dump, culprit.node_rank, culprit,
@@ -205,6 +217,93 @@ def incident(world: World, t: datetime, kind: str, culprit: Process) -> None:
     world.add(dump, culprit.node_rank, culprit,
               sg(dump, culprit.prefix, "Scheduler watchdog timeout (self.watchdog_timeout=300, "
                                        "self.soft=False)"))
+    return members, late
+
+
+def abort_lines(p: Process, t: datetime) -> list[str]:
+    """torch taking a member down after its collective timeout (ProcessGroupNCCL's
+    handleException, then std::terminate) and Python's faulthandler reporting the abort."""
+    head = f"[rank{p.world_rank}]:[{c10(t)} ProcessGroupNCCL.cpp"
+    pg = f"[PG ID 2 PG GUID 3(tp:device) Rank {p.tp_rank}]"
+    what = (f"{pg} Process group watchdog thread terminated with exception: [Rank {p.tp_rank}] "
+            "Watchdog caught collective operation timeout: WorkNCCL(SeqNum=9141, "
+            "OpType=ALLREDUCE, NumelIn=19008, NumelOut=19008, Timeout(ms)=600000) ran for "
+            "600071 milliseconds before timing out.")
+    frame = ("frame #0: c10::Error::Error(c10::SourceLocation, std::string) + 0x98 "
+             "(0x7f3b6d41df86 in /usr/local/lib/python3.12/dist-packages/torch/lib/libc10.so)")
+    raised = ("Exception raised from checkTimeout at /pytorch/torch/csrc/distributed/c10d/"
+              "ProcessGroupNCCL.cpp:635 (most recent call first):")
+    return [f"{head}:684] [Rank {p.tp_rank}] Some NCCL operations have failed or timed out. "
+            "Due to the asynchronous nature of CUDA kernels, subsequent GPU operations might "
+            "run on corrupted/incomplete data.",
+            f"{head}:698] [Rank {p.tp_rank}] To avoid data inconsistency, we are taking the "
+            "entire process down.",
+            f"{head}:1899] {what}", raised, frame,
+            "terminate called after throwing an instance of 'c10::DistBackendError'",
+            f"  what():  {what}", raised, frame, "",
+            "Fatal Python error: Aborted", "",
+            f"Thread 0x{0x7f5a9d000000 + p.world_rank * 0x1000:012x} (most recent call first):",
+            "  <no Python frame>"]
+
+
+def teardown(world: World, late: datetime, culprit: Process, members: list[Process]) -> None:
+    """After the timeouts: torch aborts every member that timed out; node 0's main process
+    sees a scheduler die (exit code -6, SIGABRT) and kills the tree; the main process of every
+    other node reports each of its schedulers' exit codes (-9 for the one it killed)."""
+    topo = world.topology
+    aborted = late + timedelta(seconds=2)
+    for p in members:
+        world.add(aborted, p.node_rank, p, *abort_lines(p, aborted))
+    reaped = aborted + timedelta(seconds=1)
+    local = max(1, topo.sizes.world // topo.sizes.nnodes)
+    for node in range(topo.sizes.nnodes):
+        mine = [p for p in members + [culprit] if p.node_rank == node]
+        if not mine:
+            continue
+        if node == 0:
+            first = min(mine, key=lambda p: p.world_rank)
+            world.add(reaped, node, None,
+                      sg(reaped, "", f"Subprocess scheduler_{first.world_rank % local} "
+                                     f"(pid={world.pid(first)}) crashed with exit code -6. "
+                                     "Triggering SIGQUIT for cleanup..."),
+                      sg(reaped, "", "Received sigquit from a child process. It usually means "
+                                     "the child failed."),
+                      sg(reaped, "", "kill_process_tree called: parent_pid=31337, "
+                                     "include_parent=True, pid=31337"))
+            continue
+        world.add(reaped, node, None, *(
+            sg(reaped, "", f"Scheduler or DataParallelController {world.pid(p)} terminated with "
+                           f"{-9 if p.key == culprit.key else -6}")
+            for p in sorted(mine, key=lambda p: p.world_rank)))
+
+
+def crash_then_watchdog(world: World, t: datetime, culprit: Process) -> None:
+    """The culprit hits an exception and its node's main process kills that node's tree; the
+    schedulers of the same replica on the other nodes wait for it until SGLang's watchdog
+    fires (300 s), and their main processes kill theirs."""
+    topo = world.topology
+    world.add(t, culprit.node_rank, culprit,
+              sg(t, culprit.prefix, "Scheduler hit an exception: Traceback (most recent call "
+                                    "last):"),
+              '  File "/sgl/python/sglang/srt/managers/scheduler.py", line 2912, in '
+              "run_scheduler_process",
+              "    scheduler.event_loop_pp()",
+              "RuntimeError: CUDA error: an illegal memory access was encountered")
+    quit_lines = [
+        "Received sigquit from a child process. It usually means the child failed.",
+        "kill_process_tree called: parent_pid=31337, include_parent=True, pid=31337"]
+    end = t + timedelta(seconds=1)
+    world.add(end, culprit.node_rank, None, *(sg(end, "", line) for line in quit_lines))
+    fired = t + timedelta(seconds=300)
+    waiting = [p for p in topo.processes if p.replica == culprit.replica
+               and p.node_rank != culprit.node_rank]
+    for p in waiting:
+        world.add(fired, p.node_rank, p,
+                  sg(fired, p.prefix, "Scheduler watchdog timeout (self.watchdog_timeout=300, "
+                                      "self.soft=False)"))
+    killed = fired + timedelta(seconds=5)
+    for node in sorted({p.node_rank for p in waiting}):
+        world.add(killed, node, None, *(sg(killed, "", line) for line in quit_lines))
 
 
 def cascade(world: World, t: datetime, culprit: Process) -> None:
@@ -308,7 +407,8 @@ def generate(config: LaunchConfig, out: Path, layout: str, steps: int, seed: int
         world.records = [r for r in world.records if r.proc is None or r.proc.key != dropped.key]
     write(world, out, layout)
     expected = {"none": None, "exception": "crash", "watchdog-cuda": "crash",
-                "hang": "collective-hang", "nccl-init": "init-hang"}[kind]
+                "crash-watchdog": "crash", "hang": "collective-hang",
+                "hang-abort": "collective-hang", "nccl-init": "init-hang"}[kind]
     culprits = ([[p.replica, p.world_rank] for p in topology.processes
                  if p.node_rank == culprit.node_rank] if kind == "nccl-init"
                 else [list(culprit.key)] if expected else [])
@@ -327,7 +427,8 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=5)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--incident", default="hang",
-                        choices=("exception", "hang", "none", "nccl-init", "watchdog-cuda"))
+                        choices=("exception", "hang", "hang-abort", "crash-watchdog", "none",
+                                 "nccl-init", "watchdog-cuda"))
     parser.add_argument("--culprit", metavar="REPLICA:WORLD", help="the process that fails")
     parser.add_argument("--drop", metavar="REPLICA:WORLD", help="leave this process's lines out")
     args = parser.parse_args()

@@ -7,6 +7,7 @@ from rich.console import RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from logcorr.diagnose.ranges import world_ranks
 from logcorr.fixtures import Comparison
 from logcorr.render_timeline import inert
 
@@ -17,8 +18,7 @@ def render_comparison(result: Comparison) -> RenderableType:
         return Text(f"ok       {result.fixture}", style="green")
     parts: list[RenderableType] = [Text(f"DIFFERS  {result.fixture}", style="bold red")]
     for finding in result.findings_changed:
-        culprits = ", ".join(f"replica {c['replica']} world {c['world_rank']}"
-                             for c in finding["culprits"]) or "no process"
+        culprits = world_ranks(finding["culprits"], replicas=True) or "no process"
         parts.append(Text(f"  finding {finding['change']}: {finding['kind']} "
                           f"({finding['severity']}) group={finding['group']} culprits: {culprits}"))
     if result.lines_changed:

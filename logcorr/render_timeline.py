@@ -18,6 +18,7 @@ from rich.console import RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from logcorr.diagnose.ranges import ranges, world_ranks
 from logcorr.render_topology import summary_line
 
 if TYPE_CHECKING:
@@ -215,25 +216,48 @@ def findings_view(analysis: Analysis) -> RenderableType:
                     style="green")
     parts: list[RenderableType] = [Text(f"findings: {len(analysis.findings)}", style="bold")]
     for number, finding in enumerate(analysis.findings, start=1):
-        style = _SEVERITY_STYLE.get(finding.severity, "")
-        parts.append(Text(f"{number}. [{finding.severity}] {finding.kind}: ", style=style)
-                     + Text(inert(finding.summary)))
-        if finding.processes:
-            parts.append(_people_table("culprit" if finding.severity == "error" else "process",
-                                       finding.processes))
-        for title, people in (("waiting", finding.waiting),
-                              ("unknown (no logs)", finding.unknown)):
-            if people and not finding.progress:
-                parts.append(_people_table(title, people))
-        for then in finding.consequences:
-            parts.append(Text(f"   followed by {then['kind']}: ", style="dim")
-                         + Text(inert(str(then["summary"]))[:300], style="dim"))
-        if finding.progress:
-            parts.append(_progress_table(finding))
-        for cite in finding.evidence[:6]:
-            parts.append(Text(f"   evidence: {inert(str(cite['file']))}:{cite['line']}",
-                              style="dim"))
+        parts += _finding_view(number, finding)
     return RichGroup(*parts)
+
+
+# lists of at most this many processes are shown as tables, longer ones as ranges
+TABLE_ROWS = 8
+
+
+def _finding_view(number: int, finding: Finding) -> list[RenderableType]:
+    """One finding: its summary, stream, culprits, who waited, what followed, evidence."""
+    style = _SEVERITY_STYLE.get(finding.severity, "")
+    parts: list[RenderableType] = [
+        Text(f"{number}. [{finding.severity}] {finding.kind}: ", style=style)
+        + Text(inert(finding.summary))]
+    if finding.stream:
+        parts.append(Text("   stream: ") + Text(inert(finding.stream)))
+    if finding.processes:
+        parts += _people_view("culprit" if finding.severity == "error" else "process",
+                              finding.processes, table=True, head=True)
+    for title, people in (("waiting", finding.waiting), ("unknown (no logs)", finding.unknown)):
+        if people:
+            parts += _people_view(title, people, table=not finding.progress)
+    for then in finding.consequences:
+        parts.append(Text(f"   followed by {then['kind']}: ", style="dim")
+                     + Text(inert(str(then["summary"]))[:300], style="dim"))
+    if finding.progress:
+        parts.append(_progress_table(finding))
+    for cite in finding.evidence[:6]:
+        parts.append(Text(f"   evidence: {inert(str(cite['file']))}:{cite['line']}",
+                          style="dim"))
+    return parts
+
+
+def _people_view(title: str, people: list[dict[str, object]], table: bool,
+                 head: bool = False) -> list[RenderableType]:
+    """A short list as a table of coordinates (when `table`); a long one, or one a progress
+    table already shows, as ranges of world ranks (after the table of its first ones, with
+    `head`)."""
+    if table and len(people) <= TABLE_ROWS:
+        return [_people_table(title, people)]
+    line = Text(f"   {title}: {len(people)} process(es): {world_ranks(people)}")
+    return [_people_table(title, people[:TABLE_ROWS]), line] if head else [line]
 
 
 def _people_table(title: str, people: list[dict[str, object]]) -> Table:
@@ -247,26 +271,36 @@ def _people_table(title: str, people: list[dict[str, object]]) -> Table:
     table.add_column(f"   {title}")
     for column in columns:
         table.add_column(column.replace("_rank", ""), justify="right")
-    for person in people[:16]:
+    for person in people[:TABLE_ROWS]:
         table.add_row("", *(Text(inert("-" if person.get(c) is None else str(person.get(c))))
                             for c in columns))
     return table
 
 
 def _progress_table(finding: Finding, limit: int = 24) -> Table:
-    """Each member's progress, culprits first, so the odd one out shows at a glance."""
+    """The members' progress, members in the same state on one line as ranges of world ranks
+    (a 256-member group is a few lines), culprits first, so the odd one out shows at a
+    glance."""
     table = Table(box=None, pad_edge=False, header_style="bold")
-    for column in ("   member (world rank)", "timed out", "SeqNum", "last enqueued",
+    for column in ("   members (world rank)", "timed out", "SeqNum", "last enqueued",
                    "last completed", "last line"):
         table.add_column(column, justify="right")
     culprits = {p["world_rank"] for p in finding.processes}
-    rows = sorted(finding.progress, key=lambda r: (r["world_rank"] not in culprits,
-                                                   r["world_rank"]))
-    if len(rows) > limit:
-        table.caption = f"{len(rows) - limit} more member(s) not shown"
-    for row in rows[:limit]:
-        style = "bold red" if row["world_rank"] in culprits else ""
+    states: dict[tuple[object, ...], list[dict[str, object]]] = {}
+    for row in finding.progress:
+        key = (row["world_rank"] not in culprits, not row["timed_out"], row["seq"],
+               row["last_enqueued"], row["last_completed"])
+        states.setdefault(key, []).append(row)
+    ordered = sorted(states.items(), key=lambda kv: (kv[0][0], kv[0][1],
+                                                     min(int(str(r["world_rank"])) for r in kv[1])))
+    if len(ordered) > limit:
+        table.caption = f"{len(ordered) - limit} more state(s) not shown"
+    for (other, _, seq, enqueued, completed), rows in ordered[:limit]:
+        times = sorted(str(r["last_line_ts"]) for r in rows if r["last_line_ts"])
+        when = (times[0] if times and times[0] == times[-1] else
+                f"{times[0]} to {times[-1]}" if times else None)
+        style = "" if other else "bold red"
         table.add_row(*(Text("-" if v is None else str(v), style=style) for v in (
-            row["world_rank"], "yes" if row["timed_out"] else "no", row["seq"],
-            row["last_enqueued"], row["last_completed"], row["last_line_ts"])))
+            ranges(int(str(r["world_rank"])) for r in rows),
+            "yes" if rows[0]["timed_out"] else "no", seq, enqueued, completed, when)))
     return table

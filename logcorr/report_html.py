@@ -26,6 +26,7 @@ from typing import Any
 import polars as pl
 
 from logcorr import __version__
+from logcorr.diagnose.ranges import ranges, world_ranks
 from logcorr.digest import KINDS, Digest, Row, coords_label, rows_of, to_us
 from logcorr.perfetto import wait_spans
 from logcorr.render_timeline import inert
@@ -123,6 +124,8 @@ def _findings(d: Digest) -> str:
                    f'data-kind="{e(f.get("kind"))}" data-severity="{e(severity)}">')
         out.append(f"<h3>{i + 1}. <span class=sev>{e(severity)}</span> {e(f.get('kind'))}</h3>")
         out.append(f"<p class=summary>{e(f.get('summary'))}</p>")
+        if f.get("stream"):
+            out.append(f"<p>stream: <code>{e(f.get('stream'))}</code></p>")
         when = " to ".join(e(f.get(k)) for k in ("first_ts", "last_ts") if f.get(k))
         if when:
             out.append(f"<p class=dim>at {when}</p>")
@@ -133,6 +136,8 @@ def _findings(d: Digest) -> str:
             processes = f.get(field) or []
             if processes:
                 out.append(_process_table(title, processes, d))
+        if f.get("consequences"):
+            out.append(_consequences(f["consequences"]))
         if f.get("progress"):
             out.append(_progress(f, d))
         cited = f.get("evidence") or []
@@ -168,8 +173,21 @@ def _process_table(title: str, processes: list[dict[str, Any]], d: Digest) -> st
         f"<td>{e(p.get(c))}</td>" for c in columns) + "</tr>" for p in processes[:64])
     more = (f"<p class=dim>{len(processes) - 64} more</p>" if len(processes) > 64 else "")
     return (f"<details {'open' if title == 'culprit' else ''}><summary>{e(title)}: "
-            f"{len(processes)} process(es)</summary><table class=procs><thead><tr>{head}"
+            f"{len(processes)} process(es): {e(world_ranks(processes))}</summary>"
+            f"<table class=procs><thead><tr>{head}"
             f"</tr></thead><tbody>{body}</tbody></table>{more}</details>")
+
+
+def _consequences(records: list[dict[str, Any]]) -> str:
+    """What followed from a root, one line per kind, with a sample line of each."""
+    items = "".join(
+        f"<li><b>{e(r.get('kind'))}</b>: {e(r.get('summary'))}"
+        + "".join(f"<div class=cite><span class=where>{e(s.get('file'))}:{e(s.get('line'))}"
+                  f"</span> <code>{e(str(s.get('text'))[:EVIDENCE_CHARS])}</code></div>"
+                  for s in (r.get("samples") or [])[:1])
+        + "</li>" for r in records)
+    return (f"<details open><summary>followed by: {len(records)} kind(s)</summary>"
+            f"<ul class=consequences>{items}</ul></details>")
 
 
 def _progress(f: dict[str, Any], d: Digest) -> str:
@@ -203,7 +221,7 @@ def _progress(f: dict[str, Any], d: Digest) -> str:
         width = 0.0 if value is None else 100.0 * value / top
         bar = (f'<div class="bar{" behind" if behind else ""}" style="width:{width:.1f}%">'
                "</div>") if value is not None else "<span class=bad>none reported</span>"
-        ranks = _ranges(sorted(int(m["world_rank"]) for m in group
+        ranks = ranges(sorted(int(m["world_rank"]) for m in group
                                if m.get("world_rank") is not None))
         times = sorted(str(m.get("last_line_ts")) for m in group if m.get("last_line_ts"))
         when = (times[0] if times and times[0] == times[-1] else
@@ -219,17 +237,6 @@ def _progress(f: dict[str, Any], d: Digest) -> str:
                    f"<td>{e(when)}</td><td class=barcell>{bar}</td></tr>")
     out.append("</tbody></table></details>")
     return "".join(out)
-
-
-def _ranges(values: list[int]) -> str:
-    """[0, 1, 2, 5, 7, 8] -> "0-2, 5, 7-8"."""
-    parts: list[str] = []
-    for value in values:
-        if parts and value == int(parts[-1].rsplit("-", 1)[-1]) + 1:
-            parts[-1] = f"{parts[-1].split('-')[0]}-{value}"
-        else:
-            parts.append(str(value))
-    return ", ".join(parts)
 
 
 def _row_attributes(row: Row, index: int) -> str:

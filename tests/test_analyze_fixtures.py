@@ -83,6 +83,14 @@ class TestFixtures:
                 "file", (pl.col("line") + 1).alias("line"), pl.lit(True).alias("after_torch"))
             missed = missed.join(torch_lines, on=["file", "line"], how="left").filter(
                 (pl.col("source") != "torch") & pl.col("after_torch").is_null())
+        # C++'s and Python's faulthandler output (`terminate called …`, its frames, `Fatal
+        # Python error: Aborted`, the blank lines between) carries no identity of its own: in a
+        # file several processes write to, whose it is cannot be told
+        shared = (written.group_by("file").agg(pl.col("world_rank_true").n_unique().alias("n"))
+                  .filter(pl.col("n") > 1)["file"].to_list())
+        anonymous = pl.col("source").is_in(["cpp", "faulthandler"]) | (
+            (pl.col("source") == "other") & (pl.col("text").str.strip_chars() == ""))
+        missed = missed.filter(~(pl.col("file").is_in(shared) & anonymous))
         assert missed.height == 0, missed.select("file", "line", "source", "text").head(5)
 
     def test_evidence_and_sources_are_known_words(self, case: tuple[Path, pl.DataFrame]) -> None:

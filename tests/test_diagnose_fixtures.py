@@ -31,7 +31,7 @@ def culprits(analysis: Analysis, kind: str) -> list[list[int]]:
 
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
 class TestScenario:
-    """The expected finding names exactly the expected culprits."""
+    """The expected finding names exactly the expected culprits, and is the only error."""
 
     def test_culprit(self, case: Path) -> None:
         expected = scenario(case)
@@ -40,6 +40,9 @@ class TestScenario:
             assert [f for f in analysis.findings if f.severity == "error"] == []
             return
         assert culprits(analysis, str(expected["finding"])) == expected["culprits"]
+        # one incident, one verdict: its consequences are folded under it
+        assert [f.kind for f in analysis.findings if f.severity == "error"] == [
+            expected["finding"]]
         missing = [[p["replica"], p["world_rank"]] for f in analysis.findings
                    if f.kind == "missing-process" for p in f.processes]
         assert sorted(missing) == expected["missing"]

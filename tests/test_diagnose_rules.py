@@ -363,7 +363,7 @@ class TestOneIncidentOneVerdict:
         assert root.kind == "collective-hang"
         assert ranks(root.processes) == [2]
         assert ranks(root.waiting) == [0, 1, 3]
-        assert sorted(c["kind"] for c in root.consequences) == ["crash", "watchdog-timeout"]
+        assert sorted(c["kind"] for c in root.consequences) == ["abort", "watchdog-timeout"]
         assert found[0] is root
 
     def test_attention_dp_hang_with_aborts_is_one_verdict(self, tmp_path: Path) -> None:
@@ -386,7 +386,7 @@ class TestOneIncidentOneVerdict:
         [root] = errors(found)
         assert root.kind == "collective-hang" and ranks(root.processes) == [9]
         assert len(root.waiting) == 15
-        assert {c["kind"] for c in root.consequences} == {"crash", "watchdog-timeout"}
+        assert {c["kind"] for c in root.consequences} == {"abort", "watchdog-timeout"}
 
     def test_watchdogs_after_the_suspect_crashed_follow_the_crash(self, tmp_path: Path
                                                                   ) -> None:

@@ -48,6 +48,13 @@ CASES: list[tuple[str, dict[str, object], str, str, str | None, str | None]] = [
     ("npu-tp8-ep8-crash-per-node", {"tp_size": 8, "ep_size": 8, "device": "npu",
                                     "sglang_version": "0.5.7"}, "per-node", "exception", None,
      None),
+    # one incident, one verdict: a hang's teardown (torch's aborts, the main processes' exit
+    # codes), the other pipeline stage's watchdog after a crash, a 64-scheduler hang
+    ("tp16-dpattn8-ep-hang-abort-per-node", TP16_DPATTN, "per-node", "hang-abort", "0:9", None),
+    ("tp4-pp2-2nodes-crash-watchdog-per-node", {"tp_size": 4, "pp_size": 2, "nnodes": 2},
+     "per-node", "crash-watchdog", "0:5", None),
+    ("tp64-dpattn8-ep-hang-abort-per-rank", {**TP16_DPATTN, "tp_size": 64, "nnodes": 8},
+     "per-rank", "hang-abort", "0:37", None),
 ]
 
 

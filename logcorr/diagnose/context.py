@@ -53,6 +53,12 @@ CHILD_FAILED_STEMS = ("Received sigquit from a child process", "Server process e
 CASCADE_STEMS = ("Received sigquit", "SIGQUIT received", "crashed with exit code",
                  "terminated with signal", "terminated with exit code", "kill_process_tree",
                  "Killed", "Triggering SIGQUIT")
+# How a process is taken down rather than why: Python's faulthandler on SIGABRT, C++'s
+# std::terminate, torch's heartbeat monitor ending a process whose watchdog thread is stuck.
+# After a group's timeout these (and a parent's `exit code -6`) are the hang's teardown.
+ABORT_STEMS = ("Fatal Python error: Aborted", "terminate called after throwing",
+               "Terminating the process", "due to ProcessGroupNCCL watchdog hang",
+               "Heartbeat monitor timed out")
 # multiprocessing's `Process SpawnProcess-1:` before the traceback of a child that raised and
 # exited (anywhere after a wrapper)
 CHILD_DIED = rf"(?:^|[\s)\]]){python.CHILD_DIED}"
@@ -166,21 +172,33 @@ class Finding:
     waiting: list[dict[str, Any]] = field(default_factory=list)
     # processes of the incident whose logs are not in the set: nothing can be said of them
     unknown: list[dict[str, Any]] = field(default_factory=list)
-    # what followed from this finding (a torch abort after a timeout, a waiting member's
-    # watchdog): kind, severity, summary, first_ts, evidence of each
+    # what followed from this finding, one record per kind (see `consequences.records`)
     consequences: list[dict[str, Any]] = field(default_factory=list)
+    # an error finding's role in the incidents: "root" (the verdict) or "independent" (a
+    # second incident: its summary says why it is separate)
+    role: str | None = None
+    # the wrapper stream its lines came through, when no process can be named (Ray's
+    # `(WorkerDict pid=859188)`)
+    stream: str | None = None
+    # the event rows it rests on, and the rows of what followed from it by kind (folded into
+    # `consequences` once the incidents are known); not part of the report
+    rows: pl.DataFrame | None = field(default=None, repr=False, compare=False)
+    followed: list[tuple[str, pl.DataFrame]] = field(default_factory=list, repr=False,
+                                                     compare=False)
 
     def to_json(self) -> dict[str, Any]:
         return {"kind": self.kind, "severity": self.severity, "summary": self.summary,
-                "processes": self.processes, "group": self.group,
-                "group_members": self.group_members, "seq": self.seq, "op": self.op,
-                "first_ts": self.first_ts, "last_ts": self.last_ts, "evidence": self.evidence,
-                "waiting": self.waiting, "progress": self.progress,
+                "role": self.role, "processes": self.processes, "stream": self.stream,
+                "group": self.group, "group_members": self.group_members, "seq": self.seq,
+                "op": self.op, "first_ts": self.first_ts, "last_ts": self.last_ts,
+                "evidence": self.evidence, "waiting": self.waiting, "progress": self.progress,
                 "unknown_processes": self.unknown, "consequences": self.consequences}
 
-    def as_consequence(self) -> dict[str, Any]:
-        return {"kind": self.kind, "severity": self.severity, "summary": self.summary,
-                "first_ts": self.first_ts, "evidence": self.evidence[:4]}
+    def then(self, kind: str, rows: pl.DataFrame | None) -> None:
+        """Record that `rows` (event rows, of observations of `kind` unless their text says
+        another: an abort, an exit code, the kill cascade) followed from this finding."""
+        if rows is not None and rows.height:
+            self.followed.append((kind, rows))
 
 
 @dataclass
@@ -438,9 +456,6 @@ def _first_order(rows: pl.DataFrame) -> int | None:
     return int(rows["order"].min()) if rows.height else None  # type: ignore[arg-type]
 
 
-_CASCADE_NOTE = "; the SIGQUIT/kill cascade that followed is attached"
-
-
 def _cascade_after(ctx: Context, row: dict[str, Any]) -> pl.DataFrame:
     """The SIGQUIT / kill lines after `row` (the killing that follows a crash or a hang)."""
     return ctx.events.filter(_contains_any(CASCADE_STEMS) & (pl.col("order") > row["order"]))
@@ -472,21 +487,25 @@ def _name(person: dict[str, Any]) -> str:
 
 
 def _short(person: dict[str, Any]) -> str:
+    """Who a process is, as a summary names it first: `world rank 5 (TP5, node 0 GPU 5)`,
+    `replica 1 world rank 2 (TP2, DP1, node 0 GPU 6)` with native-DP replicas (`PPn` past the
+    first pipeline stage); without a world rank, the ranks its prefix printed and its host and
+    PID."""
     if not person:
         return "a process"
-    bits = [f"replica {person['replica']}"] if person.get("replica") else []
-    bits.append(_name(person))
+    head = (f"replica {person['replica']} " if person.get("replica") else "") + _name(person)
+    bits = []
     if person.get("world_rank") is not None:
         bits.append(f"TP{person['tp_rank']}")
-        if person.get("dp_rank") is not None:
-            bits.append(f"DP{person['dp_rank']}")
+        bits += [f"DP{person['dp_rank']}"] if person.get("dp_rank") is not None else []
+        bits += [f"PP{person['pp_rank']}"] if person.get("pp_rank") else []
     if person.get("node_rank") is not None:
-        bits.append(f"node {person['node_rank']} GPU {person['gpu_id']}")
-    if person.get("host"):
-        bits.append(f"host {person['host']}")
-    if person.get("pid"):
-        bits.append(f"PID {person['pid']}")
-    return "process (" + ", ".join(bits) + ")"
+        bits.append(f"node {person['node_rank']}" + (f" GPU {person['gpu_id']}"
+                                                      if person.get("gpu_id") is not None else ""))
+    if person.get("world_rank") is None:
+        bits += [f"host {person['host']}"] if person.get("host") else []
+        bits += [f"PID {person['pid']}"] if person.get("pid") else []
+    return f"{head} ({', '.join(bits)})" if bits else head
 
 
 def _person(ctx: Context, proc: int) -> dict[str, Any]:

@@ -15,18 +15,17 @@ from typing import Any
 import polars as pl
 import regex
 
+from logcorr.diagnose.clock import order_window
 from logcorr.diagnose.context import (
-    _CASCADE_NOTE,
     _FAILED_RETURN,
+    _WRAP_MIN,
     CHILD_DIED,
     CHILD_FAILED_STEMS,
     CRASH_STEMS,
-    CUDA_FAULT_STEMS,
     GLOG_FATAL,
     NCCL_INIT_TRACE,
     NCCL_PEER_LOST,
     REAPED_STEMS,
-    TIMEOUT_STEMS,
     VICTIM_STEMS,
     Context,
     Finding,
@@ -37,24 +36,40 @@ from logcorr.diagnose.context import (
     _interrupt_lines,
     _iso,
     _last_ts,
-    _name,
     _short,
     _span,
     _unnamed,
     lines_in,
 )
+from logcorr.diagnose.identity import name_rows
+from logcorr.diagnose.ranges import ranges, world_ranks
+from logcorr.diagnose.teardown import mark_teardown
 
 
-def crash_findings(ctx: Context) -> list[Finding]:
-    """The first fatal event of each process; the earliest overall is the root, later crashes
-    and the SIGQUIT cascade hang off it."""
+def fatal_rows(ctx: Context) -> pl.DataFrame:
+    """Every fatal event row (exception headers, faults, aborts, a reaped child, glog `F`),
+    with `_teardown` / `_undecided`: whether it is the teardown of a hang
+    (`teardown.mark_teardown`)."""
     rows = ctx.events
     fatal = rows.filter((_contains_any(CRASH_STEMS) | pl.col("text").str.contains(CHILD_DIED)
                          | pl.col("text").str.contains(GLOG_FATAL))
                         & ~pl.col("text").str.contains("NCCL WARN", literal=True)
                         & ~pl.col("text").str.contains(_CLEAN_EXIT))
-    fatal = _named_by_pid(ctx, _not_interrupted(rows, fatal.filter(
-        ~_timeout_abort(rows, fatal) & ~_reaped_after_timeout(rows, fatal))))
+    return mark_teardown(ctx, fatal, order_window(ctx))
+
+
+def teardown_rows(ctx: Context) -> pl.DataFrame:
+    """The fatal rows that are a hang's teardown (aborts, exit codes after its timeout),
+    named by PID or rank tag where the line allows, with `_undecided`."""
+    return name_rows(ctx, fatal_rows(ctx).filter("_teardown").drop("_teardown"))
+
+
+def crash_findings(ctx: Context) -> list[Finding]:
+    """The first fatal event of each process; the earliest overall is the root, later crashes
+    and the SIGQUIT cascade hang off it. A hang's teardown is not a crash."""
+    rows = ctx.events
+    fatal = fatal_rows(ctx).filter(~pl.col("_teardown")).drop("_teardown", "_undecided")
+    fatal = name_rows(ctx, _not_interrupted(rows, fatal), read_records=True)
     crash = fatal.filter(pl.col("proc").is_not_null())
     unnamed = fatal.filter(pl.col("proc").is_null()).sort("order")
     if crash.height == 0:
@@ -76,6 +91,14 @@ def crash_findings(ctx: Context) -> list[Finding]:
     if earlier.height and earlier["role"][0] not in (None, "scheduler"):
         # the detokenizer, tokenizer manager or DP controller failed before any scheduler
         return _unnamed_crash(ctx, earlier, waiting=firsts["proc"].to_list())
+    return [_crash(ctx, firsts, earlier, peer_first)]
+
+
+def _crash(ctx: Context, firsts: pl.DataFrame, earlier: pl.DataFrame, peer_first: bool
+           ) -> Finding:
+    """The crash finding: `firsts` (each failed process's first fatal row, the root first),
+    the fatal rows before the root that name no process, whether every one blames a peer."""
+    root = firsts.row(0, named=True)
     cascade = _cascade_after(ctx, root)
     later = firsts.slice(1)
     record = _record(ctx.rows, root)  # one read of the runs for both uses
@@ -83,7 +106,7 @@ def crash_findings(ctx: Context) -> list[Finding]:
     proc_text = _short(ctx.people.get(root["proc"], {}))
     summary = f"{proc_text} failed first: {detail}"
     if peer_first:
-        summary = (f"every process that failed says a peer failed before it"
+        summary = (f"no culprit: every process that failed says a peer failed before it"
                    f"{_blamed_peer(ctx.events, firsts)}, and that peer left no fatal line in "
                    f"these logs; the first to fail, {proc_text}: {detail}")
     if earlier.height:
@@ -91,25 +114,28 @@ def crash_findings(ctx: Context) -> list[Finding]:
         summary += (f" (but {lines_in(earlier)} fatal line(s) before it name no process, the "
                     f"first at {where['file']}:{where['line']})")
     if later.height:
-        summary += f"; {later.height} other process(es) failed after it"
+        summary += (f"; {later.height} other process(es) failed after it "
+                    f"({world_ranks(ctx.who(later['proc'].to_list()))})")
     warned = _nccl_warnings_before(ctx, root)
     if warned.height:
-        others = sorted({_name(ctx.people[int(p)]) for p in warned["proc"].drop_nulls()
-                         if int(p) in ctx.people and int(p) != root["proc"]})
+        others = ctx.who(int(p) for p in warned["proc"].drop_nulls()
+                         if int(p) != root["proc"])
         if others:
-            summary += f"; NCCL warned before it on {', '.join(others)}"
-    summary += _CASCADE_NOTE if cascade.height else ""
+            summary += f"; NCCL warned before it on {world_ranks(others)}"
     evidence = ctx.cite(pl.concat([firsts.head(1).select("file_id", "line"),
                                    record.tail(1).select("file_id", "line"),
                                    warned.select("file_id", "line"),
                                    later.select("file_id", "line"),
                                    cascade.select("file_id", "line")]), limit=12)
-    return [Finding("crash", "error", summary, ctx.who([] if peer_first else [root["proc"]]),
-                    first_ts=_iso(root["ts_full"]),
-                    last_ts=_iso(_last_ts(pl.concat([firsts.select("ts_full"),
-                                                     cascade.select("ts_full")]))),
-                    evidence=evidence,
-                    waiting=ctx.who((firsts if peer_first else later)["proc"].to_list()))]
+    finding = Finding("crash", "error", summary, ctx.who([] if peer_first else [root["proc"]]),
+                      first_ts=_iso(root["ts_full"]),
+                      last_ts=_iso(_last_ts(pl.concat([firsts.select("ts_full"),
+                                                       cascade.select("ts_full")]))),
+                      evidence=evidence,
+                      waiting=ctx.who((firsts if peer_first else later)["proc"].to_list()),
+                      rows=firsts)
+    finding.then("crash", later)
+    return finding
 
 
 def _not_interrupted(events: pl.DataFrame, fatal: pl.DataFrame) -> pl.DataFrame:
@@ -165,7 +191,7 @@ def _nccl_init_failures(ctx: Context) -> list[Finding]:
     procs = failed["proc"].drop_nulls().unique(maintain_order=True).to_list()
     unnamed = [f"PID {pid} on {host}" for host, pid in
                failed.filter(pl.col("proc").is_null()).select("host", "pid").iter_rows()]
-    names = [_name(ctx.people[p]) for p in procs if p in ctx.people] + unnamed[:4]
+    names = ([world_ranks(ctx.who(procs))] if ctx.who(procs) else []) + unnamed[:4]
     if len(unnamed) > 4:
         names.append(f"{len(unnamed) - 4} more")
     who = ", ".join(names)
@@ -216,7 +242,6 @@ def _unnamed_crash(ctx: Context, unnamed: pl.DataFrame, waiting: list[int] | Non
     summary = f"{who} crashed: {detail[:300]}"
     if waiting:
         summary += f"; {len(waiting)} scheduler(s) failed after it"
-    summary += _CASCADE_NOTE if cascade.height else ""
     evidence = ctx.cite(pl.concat([unnamed.head(1).select("file_id", "line"),
                                    what.select("file_id", "line"),
                                    cascade.select("file_id", "line")]), limit=12)
@@ -228,52 +253,6 @@ def _unnamed_crash(ctx: Context, unnamed: pl.DataFrame, waiting: list[int] | Non
 
 # `Scheduler or DataParallelController 7002 terminated with 0`: a clean exit
 _CLEAN_EXIT = r"terminated with 0\s*$"
-# the child the main process / DP controller / launcher saw die, by its PID
-_DEAD_PID = r"(?:\(pid=|DataParallelController )(\d+)\)? (?:crashed|terminated)"
-
-
-def _timeout_abort(events: pl.DataFrame, fatal: pl.DataFrame) -> pl.Series:
-    """Fatal rows that are torch taking a process down after a collective timeout (`terminate
-    called …` followed by a `what():` that holds the watchdog's timeout): a symptom of the
-    hang, which the hang finding explains, not a crash of their own."""
-    timeouts = events.filter(_contains_any(TIMEOUT_STEMS)).select(
-        "file_id", (pl.col("line") - 1).alias("line"), pl.lit(True).alias("_timeout"))
-    own = fatal.select(_contains_any(TIMEOUT_STEMS)).to_series()
-    after = fatal.select("file_id", "line").join(
-        timeouts.unique(), on=["file_id", "line"], how="left", maintain_order="left"
-    ).get_column("_timeout").fill_null(False)
-    primary = fatal.select(_contains_any(CUDA_FAULT_STEMS)).to_series()
-    return (own | after) & ~primary
-
-
-def _reaped_after_timeout(events: pl.DataFrame, fatal: pl.DataFrame) -> pl.Series:
-    """A child's death reported after a collective timeout or a hard SGLang watchdog: the
-    process was taken down for the hang (the hang or watchdog finding explains it)."""
-    first = _first_order(_hang_lines(events))
-    if first is None:
-        return pl.repeat(False, fatal.height, eager=True)
-    return fatal.select(_contains_any(REAPED_STEMS) & (pl.col("order") > first)).to_series()
-
-
-def _named_by_pid(ctx: Context, fatal: pl.DataFrame) -> pl.DataFrame:
-    """Unnamed `Subprocess scheduler_2 (pid=41233) crashed …` / `… DataParallelController 7002
-    terminated with -9` lines take the process whose PID that is (when one process has it)."""
-    by_pid: dict[int, list[int]] = {}
-    for proc, person in ctx.people.items():
-        if person.get("pid") is not None:
-            by_pid.setdefault(int(person["pid"]), []).append(proc)
-    unique = {pid: procs[0] for pid, procs in by_pid.items() if len(procs) == 1}
-    if not unique or fatal.height == 0:
-        return fatal
-    table = pl.DataFrame({"_pid": list(unique), "_proc": list(unique.values())},
-                         schema={"_pid": pl.Int64, "_proc": pl.UInt32})
-    found = fatal.with_columns(pl.col("text").str.extract(_DEAD_PID, 1).cast(pl.Int64,
-                                                                               strict=False)
-                               .alias("_pid")).join(table, on="_pid", how="left",
-                                                    maintain_order="left")
-    return found.with_columns(pl.coalesce("proc", "_proc").alias("proc")).drop("_pid", "_proc")
-
-
 _VICTIM_WINDOW = timedelta(seconds=60)
 
 
@@ -349,7 +328,7 @@ def _blamed_peer(events: pl.DataFrame, firsts: pl.DataFrame) -> str:
                 "first; check its logs)")
     ranks = sorted({int(m.group(1)) for t in said if (m := _PEER_RANK.search(str(t)))})
     if ranks:
-        return (f" (torch's monitored barrier names rank(s) {ranks} of its process group; "
+        return (f" (torch's monitored barrier names rank(s) {ranges(ranks)} of its process group; "
                 "check that rank's logs)")
     if any("could finish the model loading" in str(t) for t in said):
         return " (SGLang: other TP ranks did not finish loading the model)"
@@ -357,12 +336,30 @@ def _blamed_peer(events: pl.DataFrame, firsts: pl.DataFrame) -> str:
 
 
 def _record(rows: pl.LazyFrame, root: dict[str, Any]) -> pl.DataFrame:
-    """The rows of the root's record (its traceback), in file order (a root without a
-    process: the record's rows without one)."""
+    """The rows of the root's record (its traceback), in file order: its process's, and the
+    pieces no line tied to a process (a hard-wrapped line whose head only a rank tag names),
+    with `_width`: the physical line's length."""
     return rows.filter((pl.col("file_id") == root["file_id"]) & (pl.col("record") == root[
-        "record"]) & pl.col("proc").eq_missing(root["proc"])).select(
-        "file_id", "line", "part", pl.coalesce("msg", "text").alias("text")
-    ).collect().sort("line", "part")
+        "record"]) & (pl.col("proc").eq_missing(root["proc"]) | pl.col("proc").is_null())
+    ).select("file_id", "line", "part", pl.coalesce("msg", "text").alias("text"),
+             pl.col("text").str.len_chars().alias("_width")).collect().sort("line", "part")
+
+
+def _unwrapped(record: pl.DataFrame, root: dict[str, Any]) -> str:
+    """The root line whole again when a hard wrap cut it at a fixed column: its piece and
+    the record's next pieces, each joined while the one before it is as long as the root's
+    (at least _WRAP_MIN); else the root row's own text."""
+    pieces = record.filter(pl.col("line") >= root["line"])
+    if pieces.height < 2 or pieces["_width"][0] < _WRAP_MIN:
+        return str(root["text"])
+    width = pieces["_width"][0]
+    texts, widths = pieces["text"].to_list(), pieces["_width"].to_list()
+    joined = str(texts[0])
+    for index in range(1, len(texts)):
+        if widths[index - 1] != width:
+            break
+        joined += str(texts[index])
+    return joined
 
 
 # compiled at import: the `regex` package compiles in Python, and a signal that arrives inside
@@ -377,7 +374,7 @@ def _exception_text(record: pl.DataFrame, root: dict[str, Any]) -> str:
         r"^[A-Za-z_][\w.]*(?:Error|Exception|Interrupt|Exit)(?::|$)"))
     if closing.height:
         return str(closing["text"][-1]).strip()[:200]
-    text = str(root["text"])
+    text = _unwrapped(record, root)
     header = _SGLANG_STAMP.search(text)  # (behind wrappers)
     if header:
         return text[header.end():].strip()[:200]

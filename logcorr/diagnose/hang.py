@@ -23,9 +23,11 @@ from logcorr.diagnose.context import (
     _iso,
     _person,
     _places,
+    _short,
     stack_groups,
     stack_tops,
 )
+from logcorr.diagnose.ranges import ranges, world_ranks
 from logcorr.topology import Topology
 
 
@@ -116,16 +118,17 @@ def _unplaced_timeouts(ctx: Context, rows: list[dict[str, Any]], why: str = _UNN
     ranks = sorted({r["torch_rank"] for r in rows if r["torch_rank"] is not None})
     groups = sorted({str(r["pg_desc"]).split(":")[0] for r in rows if r["pg_desc"]})
     who = (f"{len(procs)} process(es)" if procs and len(procs) >= len(ranks)
-           else f"torch rank(s) {ranks}" if ranks else "a process")
+           else f"torch rank(s) {ranges(ranks)}" if ranks else "a process")
     said = [f"SeqNum {', '.join(map(str, seqs[:4]))}"] if seqs else []
     said += [f"group {', '.join(groups)}"] if groups else []
-    summary = (f"{who} timed out in a collective" + (f" ({'; '.join(said)})" if said else "")
+    summary = (f"no culprit: {who} timed out in a collective"
+               + (f" ({'; '.join(said)})" if said else "")
                + f"; {why}, so the member that never reached it cannot be told")
     evidence = ctx.cite(_places(rows), 12)
     return Finding("collective-hang", "error", summary, seq=seqs[-1] if seqs else None,
                    first_ts=_iso(min(times, default=None)),
                    last_ts=_iso(max(times, default=None)), evidence=evidence,
-                   waiting=ctx.who(procs))
+                   waiting=ctx.who(procs), rows=_frame(ctx, rows))
 
 
 def _replica_blind_hangs(ctx: Context, topology: Topology) -> list[Finding]:
@@ -164,38 +167,60 @@ def _replica_blind_hangs(ctx: Context, topology: Topology) -> list[Finding]:
         healthy = _went_on(ctx, first, replicas, world)
         places = said - healthy if said else set(range(replicas)) - healthy
         op = next((r["op"] for r in rows if r["op"]), None)
-        where = (f"world rank(s) {sorted(silent)} never reached it" if silent else
-                 "every member timed out")
-        summary = (f"{group} group {list(members)} hangs in {op or 'a collective'} SeqNum {seq}: "
-                   f"{where}; torch's lines do not say which native-DP replica they come from")
+        work = f"{op + ' ' if op else ''}SeqNum {seq}"
         procs: list[int] = []
         waiting: list[int] = []
         if len(places) == 1 and (said or healthy):
             replica = places.pop()
             procs = sorted(replica * world + w for w in silent)
             waiting = sorted(replica * world + w for w in timed)
-            reasons = []
-            if own.height:
-                reasons.append("the silent member's own watchdog / stack dump (its DP prefix)")
-            if near.height:
-                ranks = sorted({int(p) % world for p in near["proc"].to_list()})
-                reasons.append(f"SGLang's watchdog fired on replica {replica}'s world rank(s) "
-                               f"{ranks} at the same time")
-            if healthy:
-                reasons.append(f"replica(s) {sorted(healthy)} went on printing batches")
-            summary += (f"; the hang is in replica {replica} (decided by: "
-                        f"{'; '.join(reasons)})")
+            where = _group_text(topology, group, members, replica)
+            head = (f"{_culprits_text(ctx, procs)} never reached {work}" if procs else
+                    f"no culprit: every member of {where} timed out on {work}")
+            reasons = "; ".join(_replica_reasons(own, near, healthy, replica, world))
+            summary = (f"{head}; {len(waiting)} member(s) of {where} timed out waiting"
+                       f"{' for it' if len(procs) == 1 else ''}; the hang is in replica "
+                       f"{replica}, decided by: {reasons} ({_REPLICA_BLIND})")
         else:
-            summary += (f"; which replica cannot be told: the other lines point to replicas "
-                        f"{sorted(said)}" if len(said) > 1 else
-                        "; which replica cannot be told: no other line of that time names it")
+            summary = _no_replica(group, members, silent, work, said)
         cited = pl.concat([own.select("file_id", "line"), near.select("file_id", "line"),
                            _places(rows)])
         findings.append(Finding("collective-hang", "error", summary, ctx.who(procs), group=group,
                                 group_members=list(members), seq=seq, op=op,
                                 first_ts=_iso(first), evidence=ctx.cite(cited, 12),
-                                waiting=ctx.who(waiting)))
+                                waiting=ctx.who(waiting), rows=_frame(ctx, rows)))
     return findings
+
+
+_REPLICA_BLIND = "torch's lines do not say which native-DP replica they come from"
+
+
+def _no_replica(group: str, members: tuple[int, ...], silent: set[int], work: str,
+                said: set[int]) -> str:
+    """The summary of a replica-blind hang whose replica cannot be told."""
+    which = (f"the other lines point to replicas {ranges(said)}" if len(said) > 1
+             else "no other line of that time names it")
+    where = f"{group} group {ranges(members)}"
+    if silent:
+        return (f"no culprit: world rank(s) {ranges(silent)} of {where} never reached {work}, "
+                f"but which native-DP replica hangs cannot be told: {which} ({_REPLICA_BLIND})")
+    return (f"no culprit: every member of {where} timed out on {work}, and which native-DP "
+            f"replica hangs cannot be told: {which} ({_REPLICA_BLIND})")
+
+
+def _replica_reasons(own: pl.DataFrame, near: pl.DataFrame, healthy: set[int], replica: int,
+                     world: int) -> list[str]:
+    """What placed a replica-blind hang in `replica`."""
+    reasons = []
+    if own.height:
+        reasons.append("the silent member's own watchdog / stack dump (its DP prefix)")
+    if near.height:
+        ranks = {int(p) % world for p in near["proc"].to_list()}
+        reasons.append(f"SGLang's watchdog fired on replica {replica}'s world rank(s) "
+                       f"{ranges(ranks)} at the same time")
+    if healthy:
+        reasons.append(f"replica(s) {ranges(healthy)} went on printing batches")
+    return reasons
 
 
 _NEAR = timedelta(minutes=10)
@@ -248,36 +273,39 @@ def _hang(ctx: Context, topology: Topology, replica: int, group: str, members: t
     first = min((r["ts_full"] for r in rows if r["ts_full"]), default=None)
     last = max((r["ts_full"] for r in rows if r["ts_full"]), default=None)
     op = ops[0] if ops else None
+    work = f"{op + ' ' if op else ''}SeqNum {waited}"
+    where = _group_text(topology, group, members, replica)
     if by_stack:
-        summary = (f"{group} group {list(members)} (replica {replica}) hangs in "
-                   f"{op or 'a collective'} SeqNum {waited}: every member timed out, and "
-                   f"world rank {procs[odd[0]]}'s py-spy stack is not where the others' are "
+        summary = (f"{_short(ctx.people[odd[0]])} is not where the others are: every member "
+                   f"of {where} timed out waiting on {work}, and its py-spy stack differs "
                    "(decided by the py-spy stacks)")
     elif culprits:
-        names = ", ".join(f"world rank {procs[p]}" for p in sorted(culprits))
-        how = ("never reached" if silent and not behind else "is behind on")
-        summary = (f"{group} group {list(members)} (replica {replica}) hangs in "
-                   f"{op or 'a collective'} SeqNum {waited}: {names} {how} it while "
-                   f"{len(waiting)} member(s) timed out waiting"
-                   + (" (decided by which members' torch watchdog reported the timeout)"
-                      if how == "never reached" else
-                      " (decided by the SeqNum each member enqueued)"))
+        how = "never reached" if silent and not behind else "is behind on"
+        summary = (f"{_culprits_text(ctx, sorted(culprits))} {how} {work}; {len(waiting)} "
+                   f"member(s) of {where} timed out waiting for "
+                   f"{'it' if len(culprits) == 1 else 'them'}"
+                   + ("; decided by which members' torch watchdog reported the timeout"
+                      if how == "never reached" else "; decided by the SeqNum each member "
+                      "enqueued"))
         if {procs[p] for p in culprits} & crashed:
             summary += " (the culprit crashed: see the crash finding)"
         if unseen:
-            summary += (f"; world rank(s) {sorted(procs[p] for p in unseen)} left no log, so "
-                        "their part is unknown")
+            summary += (f"; {_ranks(procs, unseen)} left no log, so "
+                        f"{'its' if len(unseen) == 1 else 'their'} part is unknown")
     else:
-        summary = (f"{group} group {list(members)} (replica {replica}): every member in the logs "
-                   f"timed out waiting on SeqNum {waited}; the missing participant is outside "
-                   "these logs" + (f" (look here next: the logs of world rank(s) "
-                                   f"{sorted(procs[p] for p in unseen)})" if unseen else ""))
-    if tops:
+        summary = (f"no culprit: every member of {where} in the logs timed out waiting on "
+                   f"{work}; the missing participant is outside these logs"
+                   + (f" (look here next: the logs of {_ranks(procs, unseen)})"
+                      if unseen else ""))
+    if len(tops) == 1:  # (one member dumped its stack: where it was)
+        [(proc, frame)] = tops.items()
+        summary += f"; world rank {procs[proc]}'s py-spy stack: in {frame}"
+    elif tops:
         summary += f"; py-spy stacks: {groups}"
     if dumped:
-        summary += (f"; world rank(s) {sorted(procs[p] for p in dumped)} only reported a "
-                    "timeout without its SeqNum (a debug dump, or torch taking the process down), "
-                    "so their progress is unknown")
+        summary += (f"; {_ranks(procs, dumped)} only reported a timeout without its SeqNum (a "
+                    "debug dump, or torch taking the process down), so their progress is "
+                    "unknown")
     evidence_rows = _places(rows)
     culprit_lines = ctx.events.filter(pl.col("proc").is_in(sorted(culprits))
                                     & _contains_any(SGLANG_WATCHDOG_STEMS + ("Pyspy dump",)))
@@ -285,7 +313,35 @@ def _hang(ctx: Context, topology: Topology, replica: int, group: str, members: t
     return Finding("collective-hang", "error", summary, ctx.who(culprits), group=group,
                    group_members=list(members), seq=waited, op=op, first_ts=_iso(first),
                    last_ts=_iso(last), evidence=evidence, waiting=ctx.who(waiting),
-                   progress=progress, unknown=[_person(ctx, p) for p in sorted(unseen)])
+                   progress=progress, unknown=[_person(ctx, p) for p in sorted(unseen)],
+                   rows=_frame(ctx, rows))
+
+
+def _group_text(topology: Topology, group: str, members: tuple[int, ...], replica: int) -> str:
+    """`tp group 0–15`, with native-DP replicas `tp group 0–3 (replica 1)`."""
+    text = f"{group} group {ranges(members)}"
+    return text + (f" (replica {replica})" if topology.sizes.replicas > 1 else "")
+
+
+def _ranks(procs: dict[int, int], which: set[int]) -> str:
+    """`world rank 12` / `world ranks 2, 3, 6` of the processes `which` (world ranks by
+    `procs`)."""
+    ranks = sorted(procs[p] for p in which)
+    return ("world rank " if len(ranks) == 1 else "world ranks ") + ranges(ranks)
+
+
+def _culprits_text(ctx: Context, culprits: list[int]) -> str:
+    """One culprit with its coordinates (`world rank 9 (TP9, DP4, node 1 GPU 1)`), several
+    as ranks (`world ranks 1, 3, 5`)."""
+    people = ctx.who(culprits)
+    if len(people) == 1:
+        return _short(people[0])
+    return world_ranks(people)
+
+
+def _frame(ctx: Context, rows: list[dict[str, Any]]) -> pl.DataFrame:
+    """Event rows held as dicts, as a frame (for folding a finding into another)."""
+    return ctx.events.join(_places(rows), on=["file_id", "line"])
 
 
 def _progress(ctx: Context, procs: dict[int, int], rows: list[dict[str, Any]]

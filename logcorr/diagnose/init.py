@@ -23,12 +23,13 @@ from logcorr.diagnose.context import (
     Finding,
     _contains_any,
     _iso,
-    _name,
     _person,
     _places,
+    _short,
     _span,
     lines_in,
 )
+from logcorr.diagnose.ranges import ranges, world_ranks
 
 
 def init_findings(ctx: Context) -> list[Finding]:
@@ -79,8 +80,8 @@ def init_findings(ctx: Context) -> list[Finding]:
         rows_cited = _places(r for _, r in items)
         finding = Finding(
             "init-hang", "error",
-            f"{len(procs)} process(es) began {name} and never finished it while others got "
-            f"further: {', '.join(_name(ctx.people[p]) for p in sorted(procs))}",
+            f"{_who(ctx, procs, 'a process')} began {name} and never finished it, while "
+            "others got further",
             ctx.who(procs), first_ts=_iso(min((r["ts_full"] for _, r in items if r["ts_full"]),
                                               default=None)),
             evidence=ctx.cite(rows_cited))
@@ -88,7 +89,7 @@ def init_findings(ctx: Context) -> list[Finding]:
         same = next((f for f in nccl if finding.processes
                      and _keys(finding.processes) <= _keys(f.processes)), None)
         if same is not None:
-            same.consequences.append(finding.as_consequence())
+            same.then("init-hang", ctx.events.join(rows_cited, on=["file_id", "line"]))
         else:
             findings.append(finding)
     return findings
@@ -118,66 +119,87 @@ def _nccl_init_findings(ctx: Context) -> list[Finding]:
         counts = group["comm_nranks"].drop_nulls()
         nranks = int(counts[0]) if counts.len() else None
         name = (f"split (color {comm_id[6:].replace('/', ', split count ')})"
-                 if comm_id.startswith("split ") else comm_id)
-        summary = (f"NCCL communicator {name} (nranks {nranks if nranks else '?'}): "
-                   f"{hung.height} rank(s) logged Init START and never Init COMPLETE")
+                if comm_id.startswith("split ") else comm_id)
+        comm = f"NCCL communicator {name} (nranks {nranks if nranks else '?'})"
         if done:
             completed = group.filter(pl.col("nccl_phase") == "Init COMPLETE")["proc"]
-            findings.append(Finding("init-hang", "error", summary + f" while {len(done)} "
-                                    "completed", ctx.who(hung["proc"].drop_nulls().to_list()),
-                                    evidence=ctx.cite(hung),
-                                    waiting=ctx.who(completed.drop_nulls().to_list())))
+            culprits = hung["proc"].drop_nulls().to_list()
+            findings.append(Finding(
+                "init-hang", "error", f"{_who(ctx, culprits, 'rank(s)')} never completed init "
+                f"of {comm}: Init START and no Init COMPLETE, while {len(done)} completed",
+                ctx.who(culprits), evidence=ctx.cite(hung),
+                waiting=ctx.who(completed.drop_nulls().to_list())))
             continue
-        ranks = set(started["comm_rank"].drop_nulls().to_list())
-        absent = sorted(set(range(nranks)) - ranks) if nranks else []
-        members = _absent_members(ctx, started, nranks, absent) if absent else []
-        unknown = ctx.absent(members)
-        culprits = [p for p in members if p not in unknown]
-        waiting = hung["proc"].drop_nulls().unique(maintain_order=True).to_list()
-        cited = hung
-        if absent and members:
-            comm_rank = dict(zip(members, absent))
-            if culprits:
-                summary += (f"; comm rank(s) {[comm_rank[p] for p in culprits]} never logged "
-                            f"Init START ({', '.join(_name(_person(ctx, p)) for p in culprits)}"
-                            "; their logs are here), and NCCL's bootstrap waits for every rank")
-            if unknown:
-                summary += (f"; comm rank(s) {[comm_rank[p] for p in unknown]} "
-                            f"({', '.join(_name(_person(ctx, p)) for p in unknown)}) left no "
-                            "log in this set, so how far they got is unknown (look here next: "
-                            f"{_their_logs(ctx, unknown)})")
-        elif absent:
-            summary += (f"; comm rank(s) {absent} logged no Init START in these logs (their "
-                        "processes cannot be placed in one group instance, and their logs may "
-                        "be missing: look here next)")
-        else:
-            step_rows = _step_rows(ctx, hung)
-            steps = _init_steps(hung, step_rows)
-            reached = {s for s in steps.values()}
-            if len(reached) > 1:
-                low = min(reached)
-                culprits = sorted({int(p) for (h, pid), s in steps.items() if s == low
-                                   for p in hung.filter((pl.col("host") == h)
-                                                        & (pl.col("pid") == pid))["proc"]
-                                   .drop_nulls().to_list()})
-                waiting = [p for p in waiting if p not in culprits]
-                behind = sum(1 for s in steps.values() if s == low)
-                summary += (f"; {behind} rank(s) got no further than "
-                            f"{NCCL_INIT_STEPS[low][0]} while the others reached "
-                            + ", ".join(f"{NCCL_INIT_STEPS[s][0]} ({n})" for s, n in sorted(
-                                _count(steps.values()).items()) if s != low)
-                            + " (decided by the NCCL init step each rank reached: the ranks "
-                            "that got least far are the suspects)")
-                cited = pl.concat([hung.select("file_id", "line"),
-                                   step_rows.select("file_id", "line")])
-            else:
-                step = NCCL_INIT_STEPS[reached.pop()][0] if reached else "Init START"
-                summary += (f"; every rank started and all got as far as {step}, so the "
-                            "bootstrap itself (network, ports) stalls")
-        findings.append(Finding("init-hang", "error", summary, ctx.who(culprits),
-                                evidence=ctx.cite(cited), waiting=ctx.who(waiting),
-                                unknown=[_person(ctx, p) for p in unknown]))
+        findings.append(_none_complete(ctx, comm, hung, started, nranks))
     return sorted(findings, key=lambda f: f.summary)
+
+
+def _who(ctx: Context, procs: list[int], fallback: str) -> str:
+    """One process with its coordinates, several as world ranks, none as `fallback`."""
+    people = [_person(ctx, p) for p in sorted(set(procs))]
+    if len(people) == 1:
+        return _short(people[0])
+    return world_ranks(people) if people else fallback
+
+
+def _none_complete(ctx: Context, comm: str, hung: pl.DataFrame, started: pl.DataFrame,
+                   nranks: int | None) -> Finding:
+    """A communicator none of whose ranks completed init: the ranks that never started
+    (logs here: culprits; logs missing: unknown), else the ranks that got least far."""
+    ranks = set(started["comm_rank"].drop_nulls().to_list())
+    absent = sorted(set(range(nranks)) - ranks) if nranks else []
+    members = _absent_members(ctx, started, nranks, absent) if absent else []
+    unknown = ctx.absent(members)
+    culprits = [p for p in members if p not in unknown]
+    waiting = hung["proc"].drop_nulls().unique(maintain_order=True).to_list()
+    cited = hung
+    waits = f"{hung.height} rank(s) logged Init START and wait"
+    if absent and members:
+        comm_rank = dict(zip(members, absent))
+        summary = (f"{_who(ctx, culprits, '')} never logged Init START of {comm} (comm rank(s) "
+                   f"{ranges(comm_rank[p] for p in culprits)}; their logs are here), and NCCL's "
+                   f"bootstrap waits for every rank; {waits}" if culprits else
+                   f"no culprit: {comm}: {waits}")
+        if unknown:
+            summary += (f"; comm rank(s) {ranges(comm_rank[p] for p in unknown)} "
+                        f"({world_ranks([_person(ctx, p) for p in unknown])}) left no log in "
+                        "this set, so how far they got is unknown (look here next: "
+                        f"{_their_logs(ctx, unknown)})")
+    elif absent:
+        summary = (f"no culprit: {comm}: {waits}; comm rank(s) {ranges(absent)} logged no Init "
+                   "START in these logs (their processes cannot be placed in one group "
+                   "instance, and their logs may be missing: look here next)")
+    else:
+        step_rows = _step_rows(ctx, hung)
+        culprits, summary = _least_far(ctx, comm, hung, _init_steps(hung, step_rows))
+        waiting = [p for p in waiting if p not in culprits]
+        if culprits:
+            cited = pl.concat([hung.select("file_id", "line"),
+                               step_rows.select("file_id", "line")])
+    return Finding("init-hang", "error", summary, ctx.who(culprits), evidence=ctx.cite(cited),
+                   waiting=ctx.who(waiting), unknown=[_person(ctx, p) for p in unknown])
+
+
+def _least_far(ctx: Context, comm: str, hung: pl.DataFrame,
+               steps: dict[tuple[str, int], int]) -> tuple[list[int], str]:
+    """Every rank started and none completed: the ranks that got least far through init are
+    the suspects (none when all reached the same step). (suspects, the summary)"""
+    reached = set(steps.values())
+    if len(reached) <= 1:
+        step = NCCL_INIT_STEPS[reached.pop()][0] if reached else "Init START"
+        return [], (f"no culprit: every rank of {comm} started and all got as far as {step}, "
+                    "so the bootstrap itself (network, ports) stalls")
+    low = min(reached)
+    culprits = sorted({int(p) for (h, pid), s in steps.items() if s == low
+                       for p in hung.filter((pl.col("host") == h) & (pl.col("pid") == pid))
+                       ["proc"].drop_nulls().to_list()})
+    behind = sum(1 for s in steps.values() if s == low)
+    others = ", ".join(f"{NCCL_INIT_STEPS[s][0]} ({n})"
+                       for s, n in sorted(_count(steps.values()).items()) if s != low)
+    return culprits, (f"{_who(ctx, culprits, f'{behind} rank(s)')} got no further than "
+                      f"{NCCL_INIT_STEPS[low][0]} in init of {comm}, while the others reached "
+                      f"{others}; decided by the NCCL init step each rank reached: the ranks "
+                      "that got least far are the suspects")
 
 
 def _count(values: Iterable[int]) -> dict[int, int]:
@@ -244,7 +266,7 @@ def _their_logs(ctx: Context, procs: list[int]) -> str:
                                      for q in range(len(topology.processes)))]
     if whole and len(whole) == len(nodes):
         return ", ".join(f"node {n}'s log" for n in whole)
-    return f"the logs of {', '.join(_name(_person(ctx, p)) for p in procs)}"
+    return f"the logs of {world_ranks([_person(ctx, p) for p in procs])}"
 
 
 _STORE_ADDRESS = regex.compile(r"trying to connect to \(([^,()\s]+), (\d+)\)"

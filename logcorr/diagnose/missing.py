@@ -10,6 +10,7 @@ from logcorr.diagnose.context import (
     Finding,
     _person,
 )
+from logcorr.diagnose.ranges import world_ranks
 from logcorr.topology import Topology
 
 
@@ -37,12 +38,8 @@ def missing_findings(ctx: Context) -> list[Finding]:
 
 
 def _ranks_text(topology: Topology, procs: list[int]) -> str:
-    """`world ranks [0, 1]`, or with native-DP replicas (where world ranks repeat) `replica 0
-    world ranks [0, 1]; replica 1 world ranks [0]`."""
-    processes = [topology.processes[p] for p in procs]
-    if topology.sizes.replicas == 1:
-        return f"world ranks {[p.world_rank for p in processes]}"
-    by_replica: dict[int, list[int]] = {}
-    for process in processes:
-        by_replica.setdefault(process.replica, []).append(process.world_rank)
-    return "; ".join(f"replica {r} world ranks {ranks}" for r, ranks in sorted(by_replica.items()))
+    """`world ranks 0, 1` / `world ranks 8–15`, or with native-DP replicas (where world ranks
+    repeat) `replica 0 world rank 1; replica 1 world ranks 0, 1`."""
+    return world_ranks(({"replica": topology.processes[p].replica,
+                         "world_rank": topology.processes[p].world_rank} for p in procs),
+                       replicas=topology.sizes.replicas > 1)
