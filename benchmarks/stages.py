@@ -8,12 +8,12 @@ process's CPU time (polars' own threads included) can be charged to one stage at
 stage is charged its own time only (a stage called inside another is not counted twice). The
 stages:
 
-* read       files -> line frames (`ingest`)
-* parse      line frames -> fields (`formats`, the per-chunk key rows and tables)
-* store      parsed chunks and sorted runs held in memory or spilled, and read back by the
-             attribution pass (an export's reading of the runs is its write's)
+* survey     the core's first pass: files read and parsed, key rows and whole-set tables
 * resolve    the whole-set step: launch config, topology, key rows -> processes
-* attribute  every line -> its process, timestamps completed, sort key, output columns
+* attribute  the core's second pass: files read and parsed again, every line -> its process,
+             timestamps completed, sort key, output columns (and the frames made of them)
+* store      sorted runs held in memory or spilled (an export's reading of the runs is its
+             write's)
 * order      each chunk sorted into its run, with the counts and event rows it yields
 * diagnose   the findings
 * write FMT  the ordered timeline written as FMT: the runs read back and merged, and written
@@ -35,7 +35,6 @@ import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
-from concurrent.futures import Future
 from contextlib import redirect_stdout
 from functools import wraps
 from pathlib import Path
@@ -52,27 +51,6 @@ from logcorr.output import write_machine
 
 CHARGED: Counter[str] = Counter()
 _STACK: list[str] = []
-
-
-class _Sequential:
-    """A stand-in for ThreadPoolExecutor that runs each task at once, in the caller."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        pass
-
-    def __enter__(self) -> _Sequential:  # noqa: PYI034
-        return self
-
-    def __exit__(self, *exc: object) -> bool:
-        return False
-
-    def submit(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Future[Any]:
-        done: Future[Any] = Future()
-        try:
-            done.set_result(fn(*args, **kwargs))
-        except BaseException as error:  # noqa: BLE001 (handed to the caller, as a pool does)
-            done.set_exception(error)
-        return done
 
 
 def _charge(label: str, fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -133,13 +111,11 @@ def _charged_batches(inner: Callable[..., Iterator[Any]], label: str
 
 
 def instrument() -> None:
-    api.ThreadPoolExecutor = _Sequential  # type: ignore[misc,assignment]
-    api.line_batches = _charged_batches(api.line_batches, "read")
-    api._parse_chunk = _charge("parse", api._parse_chunk)
+    api._survey = _charge("survey", api._survey)
     stream.Workspace.write = _charge("store", stream.Workspace.write)  # type: ignore[method-assign]
     stream.Piece.read = _outside_writes(_charge("store", stream.Piece.read))  # type: ignore[method-assign]
     for name in ("_server_args_lines", "_topology", "_file_nodes", "resolve_keys",
-                 "merge_key_rows", "crowded_headers", "clock_of", "_median_dated"):
+                 "crowded_headers", "_start_attribution"):
         setattr(api, name, _charge("resolve", getattr(api, name)))
     api._attribute_pass = _charge("attribute", api._attribute_pass)
     api._write = _charge("order", api._write)
@@ -177,9 +153,9 @@ def floor_stages(folder: Path) -> dict[str, float]:
 
 
 def render(charged: Counter[str], lines: int, floor_cpu: dict[str, float]) -> str:
-    order = ["read", "parse", "store", "resolve", "attribute", "order", "diagnose"]
+    order = ["survey", "resolve", "attribute", "store", "order", "diagnose"]
     analysis = sum(charged[s] for s in order)
-    floor_of = {"read": f"read {floor_cpu['read']:.2f}", "parse": f"regex {floor_cpu['regex']:.2f}",
+    floor_of = {"survey": f"read {floor_cpu['read']:.2f} + regex {floor_cpu['regex']:.2f}",
                 "write parquet": f"write parquet {floor_cpu['write parquet']:.2f}"}
     rows = [(s, charged[s]) for s in order]
     rows += [(s, v) for s, v in sorted(charged.items()) if s not in order]

@@ -68,9 +68,7 @@ from logcorr.stream import (
     tail,
     write_run,
 )
-from logcorr.timeline import clock_of
 from logcorr.topology import PREFIX_TOKENS, Topology, build_topology, sizes_of
-
 
 Progress = Callable[[str, int, int], None]
 # Columns the runs keep beside the output contract (for `detail` and record lookups).
@@ -335,18 +333,10 @@ def _start_attribution(logs: Any, survey: dict[str, Any], attribution: Attributi
     table = attribution.table.sort("_key")
     if table.get_column("_key").to_list() != list(range(table.height)):
         raise AssertionError("every key row is resolved once")  # a bug, never the input's
-    dated = pl.DataFrame(survey["first_dated"], orient="row", schema={
-        "file_id": pl.UInt32, "_first": pl.Int64, "_wofs": pl.Int64}).with_columns(
-        pl.col("_first").cast(pl.Datetime("us")))
-    overall = survey["median"]
-    clock = clock_of([dated], None if overall is None else
-                     datetime(1970, 1, 1) + timedelta(microseconds=overall))
-    processes = attribution.processes.sort("proc")
-    coordinates: list[tuple[int | None, ...]] = [(None,) * len(COORDINATES)] * (
-        int(processes.get_column("proc").max() or 0) + 1 if processes.height else 0)
-    for row in processes.iter_rows(named=True):
-        coordinates[row["proc"]] = tuple(row[c] for c in COORDINATES)
-    wrap = clock.wrap_default
+    rows = attribution.processes.iter_rows(named=True)
+    known = {int(row["proc"]): tuple(row[c] for c in COORDINATES) for row in rows}
+    coordinates = [known.get(proc, (None,) * len(COORDINATES))
+                   for proc in range(max(known, default=-1) + 1)]
     logs.start_attribution(
         table.get_column("proc").to_list(), table.get_column("evidence").to_list(),
         table.get_column("conflict").to_list(), table.get_column("_role").to_list(),
@@ -357,8 +347,7 @@ def _start_attribution(logs: Any, survey: dict[str, Any], attribution: Attributi
         None if attribution.local_ranks is None
         else [tuple(r) for r in attribution.local_ranks.iter_rows()],
         coordinates, list(file_nodes.items()), [(s.file_id, s.display) for s in sources],
-        survey["first_dated"], overall,
-        None if wrap is None else int(wrap.total_seconds()),
+        survey["first_dated"], survey["median"], survey["wrap_default"],
         [(host, timedelta(seconds=seconds) // timedelta(microseconds=1))
          for host, seconds in (clock_offsets or {}).items()])
 

@@ -2,11 +2,10 @@
 
 `discover` turns the command-line paths into an ordered list of `Source`s (skipping, with a
 warning and a `Skipped` entry, whatever cannot be read or whose first bytes name a format that
-is not text: content decides, never the name). gzip is recognised by its magic bytes and
-decoded; a damaged gzip keeps every line that decoded before the damage. `read_lines` /
-`iter_line_chunks` turn sources into rows of `LINES_SCHEMA`: bytes are decoded once per chunk
-(UTF-8, undecodable bytes -> U+FFFD) and split into lines inside polars, so no Python code
-runs per line.
+is not text: content decides, never the name). The bytes are read by the compiled core
+(`logcorr._core`): gzip is recognised by its magic bytes and decoded; a damaged gzip keeps
+every line that decoded before the damage. `read_lines` / `iter_line_chunks` turn sources
+into rows of `LINES_SCHEMA` (undecodable bytes -> U+FFFD) without parsing them.
 
 Line rules: a physical line ends at `\\n`; one `\\r` right before the `\\n` is removed (CRLF); a
 final empty piece after a trailing `\\n` is not a line; a last line without `\\n` is kept whole
@@ -21,29 +20,20 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import io
 import os
-import zlib
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
 
 import polars as pl
 
+from logcorr import _core
 from logcorr.errors import InputError
 from logcorr.model import LINES_SCHEMA
 
 CHUNK_BYTES = 64 * 1024 * 1024
 SNIFF_BYTES = 8192
-_READ_PIECE = 1024 * 1024
-_SALVAGE_STEP = 4096  # a damaged gzip piece is decoded again in steps of this, then byte by byte
-_GZIP_MAGIC = b"\x1f\x8b"
-_FIELD_SEP = b"\x1f"  # never in a block read by the CSV path
-_BOM = b"\xef\xbb\xbf"  # the CSV reader would drop it; the text keeps it
-# First bytes the CSV reader takes for a zlib or zstd stream and tries to decompress (`x^` is
-# plain text): such blocks are split in Python.
-_SNIFFED = (b"\x78\x01", b"\x78\x5e", b"\x78\x9c", b"\x78\xda", b"\x28\xb5\x2f\xfd")
+MAX_ROWS = 1 << 30  # lines a chunk holds at most (besides its bytes)
 
 # First bytes of formats that are not text (a file is skipped for its content only). A gzip
 # stream is decoded and its content judged the same way.
@@ -220,11 +210,9 @@ def _unusable(path: Path) -> str | None:
             return "broken symlink or symlink loop"
         if not path.is_file():
             return "not a regular file"
-        head = _sniff(path)
+        head, _ = _core.sniff(os.fsencode(path), SNIFF_BYTES)  # (a damaged gzip: what decoded)
     except OSError as exc:
         return _reason(exc)
-    except GzipCorrupt as exc:
-        head = exc.head  # what decoded: read_lines keeps it and warns
     return not_text(head)
 
 
@@ -239,97 +227,6 @@ def not_text(head: bytes) -> str | None:
     if len(head) > 262 and head[257:262] == b"ustar":
         return "binary file: tar archive"
     return None
-
-
-def _sniff(path: Path) -> bytes:
-    head = b""
-    try:
-        for piece in _raw_pieces(path, SNIFF_BYTES):
-            head += piece
-            if len(head) >= SNIFF_BYTES:
-                break
-    except GzipCorrupt as exc:
-        exc.head = head + exc.head
-        raise
-    return head[:SNIFF_BYTES]
-
-
-def _raw_pieces(path: Path, size: int) -> Iterator[bytes]:
-    """The bytes of `path` in pieces of about `size` bytes, decompressed when its first bytes
-    are gzip's magic (whatever its name)."""
-    with path.open("rb") as handle:
-        if handle.read(2) == _GZIP_MAGIC:
-            handle.seek(0)
-            yield from _gunzip(handle, size)
-            return
-        handle.seek(0)
-        while piece := handle.read(size):
-            yield piece
-
-
-def _gunzip(handle: BinaryIO, size: int) -> Iterator[bytes]:
-    """Decompress all gzip members in pieces of at most `size` bytes (a gzip of NULs holds a
-    thousand times its size); raises `GzipCorrupt` after yielding everything that decoded
-    before the damage (a piece that fails is decoded again in small steps)."""
-    total = os.fstat(handle.fileno()).st_size
-    inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
-    fed = False  # the current member has received input
-    while compressed := handle.read(min(size, _READ_PIECE)):
-        while compressed:
-            fed = True
-            before = inflater.copy()
-            try:
-                piece = inflater.decompress(compressed, size)
-                while piece:
-                    yield piece
-                    if inflater.eof or (inflater.unconsumed_tail == b"" and len(piece) < size):
-                        break
-                    before = inflater.copy()
-                    compressed = inflater.unconsumed_tail
-                    piece = inflater.decompress(compressed, size)
-            except zlib.error as exc:
-                good, used = _salvage(before, compressed)
-                unread = len(compressed) - used + total - handle.tell()
-                raise GzipCorrupt(f"{exc}; {unread} compressed byte(s) unreadable",
-                                  good) from None
-            if not inflater.eof:
-                break
-            compressed, fed = inflater.unused_data, False
-            inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
-    if fed and not inflater.eof:
-        if tail := inflater.flush():
-            yield tail
-        raise GzipCorrupt("the compressed data ends before the end-of-stream marker", b"")
-
-
-def _salvage(inflater: zlib._Decompress, data: bytes) -> tuple[bytes, int]:
-    """What `data` decodes to up to the byte that fails, and how many bytes of it were used."""
-    out: list[bytes] = []
-    used = 0
-    step = _SALVAGE_STEP
-    while used < len(data):
-        piece = data[used:used + step]
-        saved = inflater.copy()
-        try:
-            out.append(inflater.decompress(piece))
-        except zlib.error:
-            if step == 1:
-                break
-            inflater, step = saved, 1
-            continue
-        used += len(piece)
-        if inflater.eof:  # (a member ended: what follows is judged by the caller's error)
-            break
-    return b"".join(out), used
-
-
-class GzipCorrupt(Exception):
-    """A gzip stream stopped decoding (internal; turned into a warning). `head`: the bytes
-    that decoded from the failing piece, not yielded yet."""
-
-    def __init__(self, message: str, head: bytes) -> None:
-        super().__init__(message)
-        self.head = head
 
 
 # ---------------------------------------------------------------------------------------------
@@ -352,104 +249,19 @@ def iter_line_chunks(
     chunk_bytes: int = CHUNK_BYTES,
     warnings: list[str] | None = None,
 ) -> Iterator[pl.DataFrame]:
-    """Yield `LINES_SCHEMA` frames of at most about `chunk_bytes` of text each, in order.
+    """Yield `LINES_SCHEMA` frames of about `chunk_bytes` of text each, in order (small files
+    gathered, a large file cut at line ends).
 
     Warnings (unreadable or corrupt files) are appended to `warnings` when given.
     """
     sink: list[str] = warnings if warnings is not None else []
-    for source in sources:
-        next_line = 1
-        for block in _blocks(source, max(chunk_bytes, 1), sink):
-            frame = _lines_frame(block, source.file_id, next_line)
-            next_line += frame.height
-            if frame.height:
-                yield frame
-
-
-def _blocks(source: Source, chunk_bytes: int, warnings: list[str]) -> Iterator[bytes]:
-    """Raw byte blocks of one file, each ending at a newline (except possibly the last). A
-    short remainder at the end (under half a block) goes with the block before it rather
-    than being a block of its own (each block costs a fixed amount of work)."""
-    carry = b""
-    ready = b""  # the latest full block, held until it is known whether the end is near
-    for piece in _pieces(source, chunk_bytes, warnings):
-        carry += piece
-        if len(carry) < chunk_bytes:
-            continue
-        cut = carry.rfind(b"\n") + 1
-        if cut > 0:
-            if ready:
-                yield ready
-            ready = carry[:cut]
-            carry = carry[cut:]
-    if ready and len(carry) < chunk_bytes // 2:
-        ready, carry = ready + carry, b""
-    if ready:
-        yield ready
-    if carry:
-        yield carry
-
-
-def _pieces(source: Source, size: int, warnings: list[str]) -> Iterator[bytes]:
-    """The file's bytes in pieces; a corrupt gzip stops with a warning, keeping what decoded."""
-    try:
-        yield from _raw_pieces(source.path, size)
-    except GzipCorrupt as exc:
-        if exc.head:
-            yield exc.head
-        warnings.append(
-            f"{source.display}: truncated or corrupt gzip ({exc}); kept the lines that decoded "
-            "before it"
-        )
-    except OSError as exc:
-        warnings.append(f"{source.display}: read failed: {_reason(exc)}")
-
-
-def _lines_frame(block: bytes, file_id: int, first_line: int) -> pl.DataFrame:
-    """Split one block (ending at a newline or at end of file) into numbered lines."""
-    if not block:
-        return empty_lines()
-    lines = _split_lines(block)
-    return pl.DataFrame(
-        {
-            "file_id": pl.repeat(file_id, len(lines), dtype=pl.UInt32, eager=True),
-            "line": pl.int_range(
-                first_line, first_line + len(lines), dtype=pl.UInt32, eager=True
-            ),
-            "text": lines,
-        }
-    )
-
-
-def _split_lines(block: bytes) -> pl.Series:
-    """Decode (lossy UTF-8) and split on `\\n`, removing one `\\r` before each `\\n`.
-
-    Blocks without `\\r`, the unit separator, a leading BOM or leading bytes the reader takes
-    for compression go through polars' multi-threaded CSV reader (one column, no quoting);
-    the others through one `str.split` on the decoded text.
-    """
-    if (_FIELD_SEP not in block and b"\r" not in block and not block.startswith(_BOM)
-            and not block.startswith(_SNIFFED)):
-        frame = pl.read_csv(
-            io.BytesIO(block),
-            has_header=False,
-            separator=_FIELD_SEP.decode(),
-            quote_char=None,
-            comment_prefix=None,
-            new_columns=["text"],
-            schema={"text": pl.String},
-            encoding="utf8-lossy",
-            raise_if_empty=False,
-        )
-        return frame.get_column("text").fill_null("")
-    text = block.decode("utf-8", errors="replace")
-    ended = text.endswith("\n")
-    text = text.removesuffix("\n")
-    lines = pl.Series("text", [text], dtype=pl.String).str.split("\n").explode()
-    stripped = lines.str.strip_suffix("\r")
-    if not ended and text.endswith("\r"):  # a last line without `\n` keeps its `\r`
-        stripped = stripped.scatter(len(stripped) - 1, lines[-1])
-    return stripped
+    reader = _core.LineReader([(s.file_id, os.fsencode(s.path), s.display) for s in sources],
+                              max(chunk_bytes, 1), MAX_ROWS)
+    while (batch := reader.next_chunk()) is not None:
+        frame = pl.DataFrame(batch)
+        if frame.height:
+            yield frame
+    sink += reader.take_warnings()
 
 
 def empty_lines() -> pl.DataFrame:

@@ -31,7 +31,6 @@ import polars as pl
 
 from logcorr import cleanup
 from logcorr.errors import InputError
-from logcorr.ingest import Source, iter_line_chunks
 
 # Lines attributed at once, whatever the set's size. Each chunk costs about 0.1 CPU-s of
 # queries besides its lines, so chunks are as large as the memory bound allows: peak memory is
@@ -57,11 +56,6 @@ def compact(frame: pl.DataFrame) -> pl.DataFrame:
     frame.write_ipc(buffer, compression="uncompressed")
     buffer.seek(0)
     return pl.read_ipc(buffer)
-
-
-def time_key(column: str = "_key") -> pl.Expr:
-    """`_sk` from a datetime column: microseconds, or NO_TIME when null."""
-    return pl.col(column).dt.epoch("us").fill_null(NO_TIME).alias("_sk")
 
 
 class Piece:
@@ -212,28 +206,6 @@ def _no_room(folder: str, error: OSError) -> InputError:
     return InputError(f"cannot write temporary files in {folder}: "
                       f"{error.strerror or error}; point TMPDIR at a folder with free space "
                       "(about half the size of the logs)")
-
-
-def line_batches(sources: Sequence[Source], chunk_bytes: int, warnings: list[str]
-                 ) -> Iterator[pl.DataFrame]:
-    """LINES_SCHEMA frames of about `chunk_bytes` each, in (file, line) order: a large file is
-    cut at line ends, small files are gathered (so 10,000 small files are not 10,000 chunks).
-    A large file starts a chunk of its own, so that the chunks of two large files share no
-    file (the attribution pass works on such runs of chunks side by side)."""
-    gathered: list[pl.DataFrame] = []
-    size = 0
-    for frame in iter_line_chunks(sources, chunk_bytes, warnings):
-        grown = int(frame.estimated_size())
-        if gathered and grown >= chunk_bytes and frame.get_column("line")[0] == 1:
-            yield pl.concat(gathered)
-            gathered, size = [], 0
-        gathered.append(frame)
-        size += int(frame.estimated_size())
-        if size >= chunk_bytes:
-            yield pl.concat(gathered)
-            gathered, size = [], 0
-    if gathered:
-        yield pl.concat(gathered)
 
 
 def sorted_by_key(frame: pl.DataFrame) -> pl.DataFrame:

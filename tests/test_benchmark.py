@@ -22,7 +22,7 @@ def test_small_benchmark_prints_table(tmp_path: Path) -> None:
     assert any("floor (wc -l)" in line for line in lines), done.stdout
     assert any("logcorr text view" in line for line in lines), done.stdout
     stages = {line.split("|")[1].strip() for line in lines if line.startswith("| ")}
-    assert {"read", "parse", "attribute", "order", "write parquet", "analysis (sum)"} <= stages
+    assert {"survey", "resolve", "attribute", "order", "write parquet", "analysis (sum)"} <= stages
     assert "failed" not in done.stderr
     assert any(line.startswith("5k rich view: ") and "first timeline row at" in line
                for line in lines), done.stdout

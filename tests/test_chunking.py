@@ -13,7 +13,6 @@ import pytest
 
 from logcorr import stream
 from logcorr.api import Analysis, analyze
-from logcorr.timeline import file_values
 
 ROOT = Path(__file__).resolve().parent.parent / "fixtures" / "analyze"
 SCENARIOS = sorted(p for p in ROOT.iterdir() if (p / "logs").is_dir())
@@ -203,7 +202,7 @@ def _decode_lines(rank: int, count: int) -> str:
 def test_large_files_start_their_own_chunks_and_keep_their_remainder(tmp_path: Path) -> None:
     """A large file starts a chunk of its own (so two large files share no chunk and their
     attribution runs side by side), and its short remainder goes with its last chunk."""
-    from logcorr.ingest import discover
+    from logcorr.ingest import discover, iter_line_chunks
 
     logs = tmp_path / "logs"
     logs.mkdir()
@@ -213,7 +212,7 @@ def test_large_files_start_their_own_chunks_and_keep_their_remainder(tmp_path: P
     (logs / "c.log").write_text(_decode_lines(2, 95))
     sources, _ = discover([logs], [])
     names = {s.file_id: s.display for s in sources}
-    batches = list(stream.line_batches(sources, chunk, []))
+    batches = list(iter_line_chunks(sources, chunk))
     spans = [(names[int(b["file_id"][0])], int(b["line"][0]), names[int(b["file_id"][-1])],
               int(b["line"][-1])) for b in batches]
     # (each block holds just under 4,000 bytes of whole lines; a.log's last 1,205 bytes, under
@@ -254,23 +253,6 @@ def test_sorted_by_key_sorts_only_what_is_out_of_order() -> None:
         swapped = pl.concat([ordered[:i], ordered[i + 1:i + 2], ordered[i:i + 1],
                              ordered[i + 2:]])
         assert stream.sorted_by_key(swapped).equals(ordered)
-
-
-def test_file_values_are_what_a_join_on_the_file_gives() -> None:
-    """`file_values` (one value for a chunk of one file, else a join) gives each row its
-    file's values, nulls for a file the table lacks, whatever the chunk holds."""
-    table = pl.DataFrame({"file_id": [0, 1, 2], "file": ["node0.log", "node1.log", "rank2.log"],
-                          "_first": [datetime(2026, 11, 29, 10), None,
-                                     datetime(2026, 11, 29, 11)]},
-                         schema={"file_id": pl.UInt32, "file": pl.String,
-                                 "_first": pl.Datetime("us")})
-    for ids in ([1, 1, 1], [2], [0, 0, 1, 2, 2], [5, 5], [2, 7], []):
-        files = pl.Series("file_id", ids, dtype=pl.UInt32)
-        rows = files.to_frame()
-        got = rows.with_columns(value.alias(name)
-                                for name, value in file_values(files, table).items())
-        expected = rows.join(table, on="file_id", how="left", maintain_order="left")
-        assert got.equals(expected), ids
 
 
 def test_the_diagnosis_event_rows_spill_with_the_chunks(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -11,9 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from logcorr.formats import LOCAL_COLUMNS, parse
-from logcorr.formats._common import on_rows
 from logcorr.model import PARSED_SCHEMA
-from logcorr.resolve import _ends_with_colon
 
 
 def _frame(lines: list[str]) -> pl.DataFrame:
@@ -737,45 +735,3 @@ class TestTotality:
         out = parse(lines)
         joined = out.group_by("line", maintain_order=True).agg(pl.col("text").str.join(""))
         assert joined.get_column("text").to_list() == lines.get_column("text").to_list()
-
-
-def test_a_pattern_on_some_rows_is_the_pattern_where_a_when_keeps_them() -> None:
-    """`on_rows` (the test run on the gathered rows) answers as `when(rows).then(text)` with
-    the test: null where the rows are false or null, the test's value (null included) where
-    true."""
-    text = pl.Series("text", [
-        "[2026-11-29 10:00:00] server_args=ServerArgs(tp_size=8)",
-        "[2026-11-29 10:00:00 TP0] Pyspy dump for PID 61:",
-        None,
-        "[2026-11-29 10:00:00 TP1] Decode batch. #running-req: 3",
-        "[2026-11-29 10:00:00] The server is fired up and ready to roll!",
-    ])
-    for mask in ([True, True, True, True, True], [False, True, None, False, True],
-                 [False] * 5, [None, True, True, None, False]):
-        rows = pl.Series(mask, dtype=pl.Boolean)
-        for test, dtype in ((lambda m: m.str.contains(r"server_args=|fired up"), pl.Boolean()),
-                            (lambda m: m.str.extract(r"PID (\d+)", 1).cast(pl.Int64), pl.Int64())):
-            expected = pl.select(test(pl.when(pl.lit(rows)).then(pl.lit(text)))).to_series()
-            assert on_rows(text, rows, test, dtype).to_list() == expected.to_list()
-
-
-_WHITESPACE = [chr(c) for c in range(0x3100) if chr(c).isspace()] + ["\x00", "a", "\u200b"]
-
-
-@given(st.lists(st.tuples(st.text(max_size=6), st.sampled_from([":", "", "::", "a"]),
-                          st.text(alphabet=_WHITESPACE, max_size=4)), max_size=40))
-@settings(max_examples=200, deadline=None)
-def test_a_line_ending_with_a_colon_is_what_the_pattern_says(parts: list[tuple[str, str, str]]
-                                                             ) -> None:
-    """The record grammar's "ends with `:`" (`_ends_with_colon`) and "not blank" (the text
-    stripped of trailing whitespace is not empty) say what their patterns say: `:` at the
-    end, or `:\\s*$` on a line ending in a space, tab or CR; `\\S` somewhere."""
-    text = pl.Series("text", [a + b + c for a, b, c in parts], dtype=pl.String)
-    padded = [t.endswith((" ", "\t", "\r")) for t in text.to_list()]
-    frame = text.to_frame().with_columns(pl.Series("padded", padded, dtype=pl.Boolean))
-    t = pl.col("text")
-    expected = frame.select(t.str.ends_with(":") | (pl.col("padded")
-                                                     & t.str.contains(r":\s*$"))).to_series()
-    assert frame.select(_ends_with_colon(t)).to_series().to_list() == expected.to_list()
-    blank = frame.select(t.str.strip_chars_end().str.len_bytes() > 0).to_series()
-    assert blank.to_list() == frame.select(t.str.contains(r"\S")).to_series().to_list()

@@ -22,9 +22,9 @@ import polars as pl
 import pytest
 from test_robustness import run_cli
 
+from logcorr._core import MAX_PARTS
 from logcorr.api import Analysis, analyze
-from logcorr.formats.parts import MAX_PARTS
-from logcorr.ingest import _raw_pieces, shown
+from logcorr.ingest import shown
 
 ROOT = Path(__file__).resolve().parent.parent
 CRI = b"2025-07-25T07:53:08.21748708+08:00 stdout F "
@@ -175,16 +175,6 @@ class TestContent:
         good = body.decode().splitlines()
         assert len(kept) > 9000 and kept[:9000] == good[:9000]
         assert "unreadable" in analysis.warnings[0]
-
-    def test_gzip_of_nuls_is_decoded_in_bounded_pieces(self, tmp_path: Path) -> None:
-        """A gzip of a mostly-NUL file (a thousand times its size) decodes in pieces of at most
-        the asked size, members and all, byte for byte."""
-        data = b"\x00" * 5_000_000 + DECODE % (1, 0) + b"\x00" * 3_000_000
-        path = tmp_path / "holes.log.gz"
-        path.write_bytes(gzip.compress(data) * 2)
-        pieces = list(_raw_pieces(path, 65536))
-        assert b"".join(pieces) == data * 2
-        assert max(len(p) for p in pieces) <= 65536
 
     def test_text_named_gz_and_symlink_gz_to_log(self, tmp_path: Path) -> None:
         """gzip is told by its magic bytes: text named `.gz` is text, and a symlink `a.gz` to

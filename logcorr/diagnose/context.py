@@ -4,7 +4,7 @@ processes. No rule lives here."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -12,9 +12,7 @@ from typing import Any
 import polars as pl
 import regex
 
-from logcorr.formats import python
-from logcorr.formats._common import on_rows
-from logcorr.formats.torch import COUNTERS, WORK
+from logcorr import _core
 from logcorr.model import COORDINATES
 from logcorr.topology import Topology
 
@@ -61,7 +59,7 @@ ABORT_STEMS = ("Fatal Python error: Aborted", "terminate called after throwing",
                "Heartbeat monitor timed out")
 # multiprocessing's `Process SpawnProcess-1:` before the traceback of a child that raised and
 # exited (anywhere after a wrapper)
-CHILD_DIED = rf"(?:^|[\s)\]]){python.CHILD_DIED}"
+CHILD_DIED = rf"(?:^|[\s)\]]){_core.PATTERNS['CHILD_DIED']}"
 TIMEOUT_STEMS = ("Watchdog caught collective operation timeout", "detected by watchdog at work",
                  "Timeout at NCCL work", "failure detected by watchdog")
 # Lines by which a member says it saw a timeout (its own or a peer's) without the SeqNum it
@@ -366,6 +364,17 @@ def event_rows(frame: pl.DataFrame) -> pl.DataFrame:
                        else pl.lit(None, dtype).alias(name) for name, dtype in _EVENT_SCHEMA.items())
 
 
+def on_rows(values: pl.Series, rows: pl.Series, test: Callable[[pl.Expr], pl.Expr],
+            dtype: pl.DataType) -> pl.Series:
+    """`test` of `values` where `rows` holds, null elsewhere, computed on those rows only
+    (polars runs a pattern behind `pl.when(rows)` over every value of the column)."""
+    at = rows.fill_null(False).arg_true()
+    found = values.gather(at).to_frame().select(test(pl.col(values.name)).cast(dtype))
+    column = found.to_series()
+    return pl.Series(column.name, [None], dtype=dtype).new_from_index(
+        0, values.len()).scatter(at, column)
+
+
 def _child_died(text: pl.Expr) -> pl.Expr:
     return text.str.contains(CHILD_DIED)
 
@@ -397,8 +406,9 @@ def merge_people(parts: list[pl.DataFrame]) -> dict[int, dict[str, Any]]:
 
 # Fields of a watchdog line that a terminal copy may have hard-wrapped onto the next line.
 _WRAPPED_FIELDS = {
-    "seq": (WORK, 1, pl.Int64), "op": (WORK, 2, pl.String),
-    "last_enqueued": (COUNTERS, 1, pl.Int64), "last_completed": (COUNTERS, 2, pl.Int64),
+    "seq": (_core.PATTERNS["WORK"], 1, pl.Int64), "op": (_core.PATTERNS["WORK"], 2, pl.String),
+    "last_enqueued": (_core.PATTERNS["COUNTERS"], 1, pl.Int64),
+    "last_completed": (_core.PATTERNS["COUNTERS"], 2, pl.Int64),
     "pg_desc": (r"PG GUID [^\s(\]]*\(([^)]*)\)", 1, pl.String),
     "pg_rank": (r"\) Rank (\d+)\]", 1, pl.Int32),
 }

@@ -408,3 +408,23 @@ pub fn attributed_batch(c: &Columns, a: &Attributed) -> RecordBatch {
         ("_next", strings(&a.next)),
     ])
 }
+
+/// Physical lines as the LINES schema: file_id, line, text.
+pub fn lines_batch(lines: &[logcorr_scan::parse::Line<'_>]) -> RecordBatch {
+    let text: StringViewArray = lines.iter().map(|l| Some(l.text)).collect();
+    batch(vec![
+        (
+            "file_id",
+            Arc::new(UInt32Array::from(
+                lines.iter().map(|l| l.file_id).collect::<Vec<_>>(),
+            )),
+        ),
+        (
+            "line",
+            Arc::new(UInt32Array::from(
+                lines.iter().map(|l| l.line).collect::<Vec<_>>(),
+            )),
+        ),
+        ("text", Arc::new(text)),
+    ])
+}

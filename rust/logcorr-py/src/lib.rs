@@ -9,11 +9,11 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 
 use logcorr_scan::parse::{parse_chunk, said_of, Line};
-use logcorr_scan::scan::{FileSpec, Scanner as Inner};
+use logcorr_scan::scan::{ChunkReader, FileSpec, Scanner as Inner};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
-use crate::arrow::{parsed_batch, ArrowBatch};
+use crate::arrow::{lines_batch, parsed_batch, ArrowBatch};
 
 /// Reads files (`(file_id, path bytes, display name)`) a chunk at a time and parses them.
 #[pyclass(module = "logcorr._core")]
@@ -59,6 +59,66 @@ impl Scanner {
     }
 }
 
+/// Reads files a chunk of physical lines at a time, without parsing them.
+#[pyclass(module = "logcorr._core")]
+struct LineReader {
+    reader: ChunkReader,
+}
+
+#[pymethods]
+impl LineReader {
+    #[new]
+    fn new(
+        files: Vec<(u32, Bound<'_, PyBytes>, String)>,
+        chunk_bytes: usize,
+        max_rows: usize,
+    ) -> LineReader {
+        LineReader {
+            reader: ChunkReader::new(specs(files), chunk_bytes, max_rows),
+        }
+    }
+
+    /// The next chunk's lines (file_id, line, text); None at the end.
+    fn next_chunk(&mut self, py: Python<'_>) -> Option<ArrowBatch> {
+        let reader = &mut self.reader;
+        let batch = py.detach(|| reader.next_chunk().map(|raw| lines_batch(&raw.lines())))?;
+        Some(ArrowBatch::new(batch))
+    }
+
+    /// The warnings so far (files that stopped early), taken.
+    fn take_warnings(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.reader.warnings)
+    }
+}
+
+/// The first `size` decoded bytes of a file (gzip decoded), and why it stopped early (None
+/// when it did not).
+#[pyfunction]
+fn sniff<'py>(
+    py: Python<'py>,
+    path: Bound<'py, PyBytes>,
+    size: usize,
+) -> PyResult<(Bound<'py, PyBytes>, Option<String>)> {
+    let path = PathBuf::from(OsStr::from_bytes(path.as_bytes()));
+    let (head, problem) = py
+        .detach(|| logcorr_scan::read::head(&path, size))
+        .map_err(|e| {
+            pyo3::exceptions::PyOSError::new_err((e.raw_os_error().unwrap_or(0), e.to_string()))
+        })?;
+    Ok((PyBytes::new(py, &head), problem))
+}
+
+fn specs(files: Vec<(u32, Bound<'_, PyBytes>, String)>) -> Vec<FileSpec> {
+    files
+        .into_iter()
+        .map(|(file_id, path, display)| FileSpec {
+            file_id,
+            path: PathBuf::from(OsStr::from_bytes(path.as_bytes())),
+            display,
+        })
+        .collect()
+}
+
 /// Parse physical lines given as columns (`before`: the raw lines right before them, for
 /// their first lines): the parts of a chunk, as the scanner makes them from files.
 #[pyfunction]
@@ -98,6 +158,13 @@ fn parse_lines(
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Scanner>()?;
     m.add_function(wrap_pyfunction!(parse_lines, m)?)?;
+    m.add_function(wrap_pyfunction!(sniff, m)?)?;
+    m.add_class::<LineReader>()?;
+    let patterns = pyo3::types::PyDict::new(m.py());
+    for (name, text) in logcorr_scan::patterns::shared() {
+        patterns.set_item(name, text)?;
+    }
+    m.add("PATTERNS", patterns)?;
     m.add_class::<ArrowBatch>()?;
     m.add_class::<set::LogSet>()?;
     m.add("MAX_PARTS", logcorr_scan::parts::MAX_PARTS)?;

@@ -75,7 +75,7 @@ impl LogSet {
 
     /// What pass 1 found: `keys` (record batch), `server_args` [(file, line, text)],
     /// `headers` [(second µs, key)], `first_dated` [(file, first µs, wrapper offset s)],
-    /// `median` (µs), `lines`.
+    /// `median` (µs), `wrap_default` (s), `lines`.
     fn survey_tables<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let pass = self
             .survey
@@ -90,6 +90,7 @@ impl LogSet {
         out.set_item("headers", headers)?;
         out.set_item("first_dated", s.first_dated.clone())?;
         out.set_item("median", s.median())?;
+        out.set_item("wrap_default", s.wrap_default())?;
         out.set_item("lines", pass.lines)?;
         Ok(out)
     }

@@ -142,34 +142,31 @@ impl Ahead {
     }
 }
 
+/// A short reason for a row left without a process.
 fn why(
+    step: &Step,
     proc: Option<u32>,
-    conflict: bool,
-    interleaved: bool,
-    printed: bool,
-    after_glued: bool,
     foreign: bool,
     c: &Columns,
     row: usize,
-    role: Option<Role>,
 ) -> Option<&'static str> {
     if proc.is_some() {
         return None;
     }
     let tokens = c.prefix[..6].iter().any(|p| p[row].is_some());
-    Some(if conflict {
+    Some(if step.conflict {
         "evidence disagrees"
-    } else if interleaved {
+    } else if step.interleaved {
         "interleaved records"
-    } else if printed {
+    } else if step.printed {
         "plain line in a shared file"
-    } else if after_glued {
+    } else if step.after_glued {
         "after a glued line"
     } else if foreign {
         "group rank not the file's process"
     } else if tokens {
         "prefix outside topology"
-    } else if role.is_some_and(|r| r != Role::Scheduler) {
+    } else if step.role.is_some_and(|r| r != Role::Scheduler) {
         "not a scheduler"
     } else if c.torch_rank[row].is_some() {
         "torch rank ambiguous"
@@ -389,24 +386,14 @@ impl Attributor {
             && !step.conflict
             && step.role.is_none()
             && !ambiguous_header
-            && !(step.head_ambiguous && !starts);
+            && (starts || !step.head_ambiguous);
         let is_foreign = foreign.contains(&(file_id, step.head_seq));
         let (proc, evidence) = if lend && !is_foreign {
             (file_proc, Some(FILE))
         } else {
             (step.proc, step.evidence)
         };
-        let why = why(
-            proc,
-            step.conflict,
-            step.interleaved,
-            step.printed,
-            step.after_glued,
-            lend && is_foreign,
-            c,
-            row,
-            step.role,
-        );
+        let why = why(step, proc, lend && is_foreign, c, row);
         // time
         let state = self.files.get_mut(&file_id).expect("a file state");
         let stamp = Stamp {

@@ -454,3 +454,23 @@ fn hard_wrapped(
     let consecutive = i64::from(r.line) - i64::from(b.line) == pr as i64 - b.pr as i64;
     short_before && consecutive && inside
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// "Ends with `:`" is what its pattern says: `:` at the end, or `:\s*$` on a line
+        /// ending in a space, tab or CR.
+        #[test]
+        fn ends_with_colon_is_the_pattern(head in "\\PC{0,6}", mark in prop::sample::select(vec![":", "", "::", "a"]),
+                                          tail in prop::collection::vec(prop::sample::select(vec![" ", "\t", "\r", "\u{a0}", "\u{3000}", "\u{200b}", "a", "\u{0}"]), 0..4)) {
+            let text = format!("{head}{mark}{}", tail.concat());
+            let padded = text.ends_with([' ', '\t', '\r']);
+            let pattern = regex::Regex::new(r":\s*$").expect("pattern");
+            let expected = text.ends_with(':') || (padded && pattern.is_match(&text));
+            prop_assert_eq!(ends_with_colon(&text), expected);
+        }
+    }
+}

@@ -462,3 +462,14 @@ pub fn all() -> Vec<&'static Regex> {
         &EXCEPTION_HEADER_RE,
     ]
 }
+
+/// The patterns the Python side applies too (the diagnosis reads event rows' text with them),
+/// by name.
+pub fn shared() -> Vec<(&'static str, String)> {
+    vec![
+        ("CHILD_DIED", CHILD_DIED.to_string()),
+        ("WORK", WORK.to_string()),
+        ("COUNTERS", COUNTERS.to_string()),
+        ("OPENS", opens()),
+    ]
+}

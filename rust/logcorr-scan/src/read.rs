@@ -351,6 +351,21 @@ fn header_length(b: &[u8]) -> Header {
     Header::Complete(at)
 }
 
+/// The first `size` decoded bytes of a file, and why it stopped before them (gzip damage, a
+/// read error), if it did.
+pub fn head(path: &Path, size: usize) -> io::Result<(Vec<u8>, Option<String>)> {
+    let mut pieces = Pieces::open(path)?;
+    let mut head = Vec::new();
+    while head.len() < size {
+        match pieces.next_piece(size - head.len()) {
+            Ok(Some(piece)) => head.extend_from_slice(&piece),
+            Ok(None) => break,
+            Err(Problem::Gzip(why) | Problem::Io(why)) => return Ok((head, Some(why))),
+        }
+    }
+    Ok((head, None))
+}
+
 /// A file's bytes in blocks of about `size` bytes that end at a newline (but the last); a
 /// short remainder at the end (under half a block) goes with the block before it.
 pub struct Blocks {
@@ -448,6 +463,65 @@ pub fn split_lines(text: &str) -> Vec<(usize, usize)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::io::Write;
+
+    fn gzip(data: &[u8]) -> Vec<u8> {
+        let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        encoder.write_all(data).expect("write");
+        encoder.finish().expect("finish")
+    }
+
+    fn pieces_of(bytes: &[u8], size: usize) -> (Vec<Vec<u8>>, Option<Problem>) {
+        let dir = std::env::temp_dir().join(format!("logcorr-read-{}-{size}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        let path = dir.join(format!("x{}.gz", bytes.len()));
+        std::fs::write(&path, bytes).expect("write");
+        let mut pieces = Pieces::open(&path).expect("open");
+        let mut out = Vec::new();
+        let mut problem = None;
+        loop {
+            match pieces.next_piece(size) {
+                Ok(Some(piece)) => out.push(piece),
+                Ok(None) => break,
+                Err(p) => {
+                    problem = Some(p);
+                    break;
+                }
+            }
+        }
+        std::fs::remove_file(&path).ok();
+        (out, problem)
+    }
+
+    #[test]
+    fn a_gzip_of_nuls_decodes_in_bounded_pieces_members_and_all() {
+        let mut data = vec![0u8; 5_000_000];
+        data.extend_from_slice(b"[2025-07-25 07:53:01 TP0] Decode batch.\n");
+        data.extend(vec![0u8; 3_000_000]);
+        let mut packed = gzip(&data);
+        packed.extend(gzip(&data));
+        let (pieces, problem) = pieces_of(&packed, 65536);
+        assert_eq!(problem, None);
+        assert!(pieces.iter().all(|p| p.len() <= 65536));
+        assert_eq!(pieces.concat(), [data.clone(), data].concat());
+    }
+
+    #[test]
+    fn a_damaged_gzip_keeps_what_decoded_and_says_so() {
+        let data: Vec<u8> = (0..20_000)
+            .flat_map(|i| format!("line {i}\n").into_bytes())
+            .collect();
+        let mut packed = gzip(&data);
+        let n = packed.len();
+        packed[n - 6] ^= 0xff; // the CRC-32
+        let (pieces, problem) = pieces_of(&packed, 1 << 16);
+        assert_eq!(pieces.concat(), data);
+        assert!(matches!(problem, Some(Problem::Gzip(why)) if why.contains("unreadable")));
+        let (pieces, problem) = pieces_of(&packed[..n / 2], 1 << 16);
+        let kept = pieces.concat();
+        assert!(!kept.is_empty() && data.starts_with(&kept));
+        assert_eq!(problem, Some(Problem::Gzip(TRUNCATED.to_string())));
+    }
 
     fn lines(text: &str) -> Vec<&str> {
         split_lines(text)

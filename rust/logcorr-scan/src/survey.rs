@@ -64,6 +64,20 @@ impl Survey {
         }
     }
 
+    /// The wrapper offset (seconds) of files without one of their own: the set's one offset
+    /// when the files that have one agree; UTC (0) when no line of the set has a date of its
+    /// own; else none (no guess).
+    pub fn wrap_default(&self) -> Option<i64> {
+        let mut offsets: Vec<i64> = self.first_dated.iter().filter_map(|f| f.2).collect();
+        offsets.sort_unstable();
+        offsets.dedup();
+        match offsets.as_slice() {
+            [one] => Some(*one),
+            [] if self.dated.is_empty() => Some(0),
+            _ => None,
+        }
+    }
+
     /// The median fully dated time (the mean of the two middle ones, toward zero).
     pub fn median(&self) -> Option<i64> {
         let total: u64 = self.dated.values().sum();
