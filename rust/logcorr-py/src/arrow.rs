@@ -3,17 +3,18 @@
 
 use std::sync::Arc;
 
-use arrow_array::builder::StringViewBuilder;
+use arrow_array::builder::{make_view, StringViewBuilder};
 use arrow_array::ffi_stream::FFI_ArrowArrayStream;
 use arrow_array::types::TimestampMicrosecondType;
 use arrow_array::{
     ArrayRef, BooleanArray, Int32Array, Int64Array, PrimitiveArray, RecordBatch,
     RecordBatchIterator, RecordBatchReader, StringViewArray, UInt16Array, UInt32Array,
 };
+use arrow_buffer::{Buffer, ScalarBuffer};
 use arrow_schema::{ArrowError, DataType, Field, Schema, TimeUnit};
 use logcorr_scan::attribute::{Attributed, EVIDENCE};
 use logcorr_scan::keys::Keys;
-use logcorr_scan::model::{Columns, Source, StrColumn, ROLES};
+use logcorr_scan::model::{Columns, Source, StrColumn, TextColumn, ROLES};
 use pyo3::prelude::*;
 use pyo3::types::PyCapsule;
 
@@ -90,7 +91,7 @@ fn bools(values: &[Option<bool>]) -> ArrayRef {
 }
 
 /// The parsed schema's columns (then `_main`, `_exc`) of a chunk.
-pub fn parsed_batch(c: &Columns) -> RecordBatch {
+pub fn parsed_batch(c: &mut Columns) -> RecordBatch {
     let len = c.len();
     let view = || DataType::Utf8View;
     let ts = |zone: Option<&str>| DataType::Timestamp(TimeUnit::Microsecond, zone.map(Into::into));
@@ -126,7 +127,7 @@ pub fn parsed_batch(c: &Columns) -> RecordBatch {
         Arc::new(UInt32Array::from(c.file_id.clone())),
         Arc::new(UInt32Array::from(c.line.clone())),
         Arc::new(UInt16Array::from(c.part.clone())),
-        text(&c.text),
+        text(&mut c.text),
         strings(&c.msg),
         named(
             c.source
@@ -192,8 +193,35 @@ pub fn parsed_batch(c: &Columns) -> RecordBatch {
     RecordBatch::try_new(Arc::new(Schema::new(fields)), arrays).expect("columns of one length")
 }
 
-fn text(column: &StrColumn) -> ArrayRef {
-    let array: StringViewArray = (0..column.len()).map(|row| column.get(row)).collect();
+/// The parts' texts as string views over the chunk's decoded blocks, which become the
+/// array's buffers (moved, not copied).
+fn text(column: &mut TextColumn) -> ArrayRef {
+    let blocks = std::mem::take(&mut column.blocks);
+    let extra = std::mem::take(&mut column.extra);
+    let index_of_extra = blocks.len() as u32;
+    let views: Vec<u128> = column
+        .spans
+        .iter()
+        .map(|&(buffer, offset, len)| {
+            let (index, source) = if buffer == u32::MAX {
+                (index_of_extra, extra.as_bytes())
+            } else {
+                (buffer, blocks[buffer as usize].as_bytes())
+            };
+            make_view(
+                &source[offset as usize..(offset + len) as usize],
+                index,
+                offset,
+            )
+        })
+        .collect();
+    let mut buffers: Vec<Buffer> = blocks
+        .into_iter()
+        .map(|b| Buffer::from_vec(b.into_bytes()))
+        .collect();
+    buffers.push(Buffer::from_vec(extra.into_bytes()));
+    let array = StringViewArray::try_new(ScalarBuffer::from(views), buffers, None)
+        .expect("views of UTF-8 text within their buffers");
     Arc::new(array)
 }
 
@@ -319,7 +347,7 @@ fn statics(values: &[Option<&'static str>]) -> ArrayRef {
 
 /// A chunk's rows as the runs store them: the timeline contract (but `order`), the detail
 /// columns, what the diagnosis and the counts read, `_sk` and `_next`.
-pub fn attributed_batch(c: &Columns, a: &Attributed) -> RecordBatch {
+pub fn attributed_batch(c: &mut Columns, a: &Attributed) -> RecordBatch {
     let coordinate = |i: usize| i32s(&a.coordinates[i]);
     let names = [
         "node_rank",
@@ -382,7 +410,7 @@ pub fn attributed_batch(c: &Columns, a: &Attributed) -> RecordBatch {
         ("moe_tp_rank", coordinate(of("moe_tp_rank"))),
         ("evidence", statics(&evidence)),
         ("stream", strings(&a.stream)),
-        ("text", text(&c.text)),
+        ("text", text(&mut c.text)),
         ("file_id", Arc::new(UInt32Array::from(c.file_id.clone()))),
         ("proc", u32s(&a.proc)),
         ("record", Arc::new(UInt32Array::from(a.record.clone()))),

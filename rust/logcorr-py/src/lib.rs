@@ -8,6 +8,7 @@ use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 
+use logcorr_scan::model::NOWHERE;
 use logcorr_scan::parse::{parse_chunk, said_of, Line};
 use logcorr_scan::scan::{ChunkReader, FileSpec, Scanner as Inner};
 use pyo3::prelude::*;
@@ -48,7 +49,7 @@ impl Scanner {
         let parsed = py.detach(|| {
             inner
                 .next_chunk()
-                .map(|p| (parsed_batch(&p.columns), p.bytes, p.rows))
+                .map(|mut p| (parsed_batch(&mut p.columns), p.bytes, p.rows))
         })?;
         Some((ArrowBatch::new(parsed.0), parsed.1, parsed.2))
     }
@@ -138,6 +139,7 @@ fn parse_lines(
                 file_id,
                 line,
                 text,
+                at: NOWHERE,
             })
             .collect();
         let context: Vec<Line<'_>> = before
@@ -146,10 +148,11 @@ fn parse_lines(
                 file_id: *file_id,
                 line: *line,
                 text,
+                at: NOWHERE,
             })
             .collect();
-        let (columns, _) = parse_chunk(&rows, &said_of(&context));
-        parsed_batch(&columns)
+        let (mut columns, _) = parse_chunk(&rows, &said_of(&context));
+        parsed_batch(&mut columns)
     });
     ArrowBatch::new(batch)
 }

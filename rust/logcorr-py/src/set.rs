@@ -182,13 +182,13 @@ impl LogSet {
             .as_mut()
             .ok_or_else(|| PyValueError::new_err("pass 2 has not started"))?;
         let step = py.detach(|| {
-            pass.step().map(|(columns, attributed, bytes)| {
+            pass.step().map(|(mut columns, attributed, bytes)| {
                 let settled = attributed
                     .settled
                     .iter()
                     .map(|s| (s.file_id, s.key))
                     .collect::<Vec<_>>();
-                (attributed_batch(&columns, &attributed), settled, bytes)
+                (attributed_batch(&mut columns, &attributed), settled, bytes)
             })
         });
         Ok(step.map(|(batch, settled, bytes)| (ArrowBatch::new(batch), settled, bytes)))

@@ -1,8 +1,9 @@
-//! Scan files and print how long it took: `cargo run --release --example scan -- FILE...`.
+//! Pass 1 over files, timed: `cargo run --release --example scan -- FILE...`.
 
 use std::time::Instant;
 
-use logcorr_scan::scan::{FileSpec, Scanner};
+use logcorr_scan::pass::SurveyPass;
+use logcorr_scan::scan::FileSpec;
 
 fn main() {
     let files: Vec<FileSpec> = std::env::args()
@@ -15,15 +16,16 @@ fn main() {
         })
         .collect();
     let start = Instant::now();
-    let mut scanner = Scanner::new(files, 12 << 20, 1 << 18);
-    let (mut rows, mut bytes) = (0, 0);
-    while let Some(parsed) = scanner.next_chunk() {
-        rows += parsed.columns.len();
-        bytes += parsed.bytes;
+    let mut pass = SurveyPass::new(files, 12 << 20, 1 << 30);
+    let mut bytes = 0;
+    while let Some(read) = pass.step() {
+        bytes += read;
     }
     let seconds = start.elapsed().as_secs_f64();
     println!(
-        "{rows} rows, {:.1} MB in {seconds:.2} s ({:.0} MB/s)",
+        "{} lines, {} key rows, {:.1} MB in {seconds:.2} s ({:.0} MB/s)",
+        pass.lines,
+        pass.survey.keys.len(),
         bytes as f64 / 1e6,
         bytes as f64 / 1e6 / seconds
     );

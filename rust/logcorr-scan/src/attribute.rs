@@ -137,7 +137,7 @@ impl Ahead {
             line: c.line[row],
             part: c.part[row],
             starts: c.starts_record[row] == Some(true),
-            text: c.text.get(row).unwrap_or("").to_string(),
+            text: c.text.get(row).to_string(),
         }
     }
 }
@@ -210,13 +210,11 @@ impl Attributor {
     }
 
     /// Attribute a parsed chunk (`ahead`: the next chunk's first row, None at the end).
-    pub fn attribute(&mut self, c: &Columns, ahead: Option<&Ahead>) -> Attributed {
-        let n = c.len();
-        let mut steps: Vec<Step> = Vec::with_capacity(n);
-        for row in 0..n {
+    pub fn attribute(&mut self, c: &Columns, keys: &[KeyId], ahead: Option<&Ahead>) -> Attributed {
+        let mut steps: Vec<Step> = Vec::with_capacity(c.len());
+        for (row, &key) in keys.iter().enumerate().take(c.len()) {
             let before_warn = blank_before_warn(c, row, ahead);
-            let step = self.row(c, row, before_warn);
-            steps.push(step);
+            steps.push(self.row(c, row, key, before_warn));
         }
         // a record with a line whose group rank its file's process has in no group is
         // another process's (within the chunk, as a window over the record)
@@ -247,15 +245,14 @@ impl Attributor {
     }
 
     /// The first pass over a row: key, grammar, continuation.
-    fn row(&mut self, c: &Columns, row: usize, before_warn: bool) -> Step {
-        let key = self
-            .keys
-            .find(c, row)
-            .expect("every key was seen in pass 1");
+    fn row(&mut self, c: &Columns, row: usize, key: KeyId, before_warn: bool) -> Step {
         let k = key as usize;
         let w = &self.whole;
-        let (mut proc, mut evidence, conflict) = (w.proc[k], w.evidence[k], w.conflict[k]);
-        let mut role = w.role[k];
+        // (every key was numbered in pass 1: a number past the tables resolves to nothing)
+        let mut proc = w.proc.get(k).copied().flatten();
+        let mut evidence = w.evidence.get(k).copied().flatten();
+        let conflict = w.conflict.get(k).copied().unwrap_or(false);
+        let mut role = w.role.get(k).copied().flatten();
         let file_id = c.file_id[row];
         let shared_file = w.shared.contains(&file_id);
         let file_proc = w.file_procs.get(&file_id).copied();
@@ -263,7 +260,7 @@ impl Attributor {
         let seq = state.seq;
         state.seq += 1;
         let starts = c.starts_record[row] == Some(true);
-        let text = c.text.get(row).unwrap_or("");
+        let text = c.text.get(row);
         let message = c.msg.get(row).unwrap_or(text);
         let stream = c.stream.get(row);
         let source = Source::ALL[c.source[row] as usize];
@@ -403,7 +400,7 @@ impl Attributor {
             wrap_ts: c.wrap_ts[row],
         };
         let (ts_full, note) = clock::complete(&stamp, file_id, &mut state.time, &w.clock);
-        let eff_host = w.eff_host[step.key as usize].as_deref();
+        let eff_host = w.eff_host.get(step.key as usize).and_then(Option::as_deref);
         let shift = eff_host.and_then(|h| w.clock_offsets.get(h)).copied();
         if let Some(time) = clock::sort_time(&stamp, ts_full, shift) {
             state.time.running = Some(state.time.running.map_or(time, |r| r.max(time)));
@@ -500,7 +497,7 @@ impl Attributor {
 /// A blank line right before an NCCL WARN line of the same file: NCCL starts every WARN with a
 /// newline, so the blank line is the WARN's writer's.
 fn blank_before_warn(c: &Columns, row: usize, ahead: Option<&Ahead>) -> bool {
-    let text = c.text.get(row).unwrap_or("");
+    let text = c.text.get(row);
     if !text.trim().is_empty() {
         return false;
     }
@@ -516,7 +513,7 @@ fn next_line<'a>(c: &'a Columns, row: usize, ahead: Option<&'a Ahead>) -> Option
             c.line[next],
             c.part[next],
             c.starts_record[next] == Some(true),
-            c.text.get(next).unwrap_or(""),
+            c.text.get(next),
         )
     } else {
         let a = ahead?;

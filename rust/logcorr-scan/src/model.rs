@@ -187,13 +187,63 @@ impl StrColumn {
     }
 }
 
+/// The text of each part: a line as read is a span of the chunk's decoded blocks (no copy,
+/// and none again when the column goes to polars); a part of a glued line, or text given
+/// without blocks, is copied into `extra`.
+#[derive(Debug, Default, Clone)]
+pub struct TextColumn {
+    /// The chunk's decoded blocks (each a file's consecutive lines).
+    pub blocks: Vec<String>,
+    /// Texts that are not a line as read.
+    pub extra: String,
+    /// (buffer, offset, length): buffer `i` is block `i`, `u32::MAX` the extra.
+    pub spans: Vec<(u32, u32, u32)>,
+}
+
+/// Where a line stands in its chunk's blocks (block, byte offset); NOWHERE for a line given
+/// without blocks.
+pub const NOWHERE: (u32, u32) = (u32::MAX, 0);
+
+impl TextColumn {
+    pub fn push(&mut self, text: &str, at: Option<(u32, u32)>) {
+        match at {
+            Some((block, offset)) if block != NOWHERE.0 => {
+                self.spans.push((block, offset, text.len() as u32));
+            }
+            _ => {
+                let offset = self.extra.len() as u32;
+                self.extra.push_str(text);
+                self.spans.push((u32::MAX, offset, text.len() as u32));
+            }
+        }
+    }
+
+    pub fn get(&self, row: usize) -> &str {
+        let (buffer, offset, len) = self.spans[row];
+        let source = if buffer == u32::MAX {
+            &self.extra
+        } else {
+            &self.blocks[buffer as usize]
+        };
+        &source[offset as usize..(offset + len) as usize]
+    }
+
+    pub fn len(&self) -> usize {
+        self.spans.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.spans.is_empty()
+    }
+}
+
 /// The record parts of a chunk, column by column.
 #[derive(Debug, Default, Clone)]
 pub struct Columns {
     pub file_id: Vec<u32>,
     pub line: Vec<u32>,
     pub part: Vec<u16>,
-    pub text: StrColumn,
+    pub text: TextColumn,
     pub msg: StrColumn,
     pub source: Vec<u8>,
     pub role: Vec<Option<u8>>,
@@ -263,12 +313,13 @@ impl Columns {
         self.file_id.is_empty()
     }
 
-    /// Append one part of physical line `line` of file `file_id`.
-    pub fn push(&mut self, file_id: u32, line: u32, f: &Fields<'_>) {
+    /// Append one part of physical line `line` of file `file_id` (`at`: where the line stands
+    /// in the chunk's blocks, when the part's text is the whole line as read).
+    pub fn push(&mut self, file_id: u32, line: u32, f: &Fields<'_>, at: Option<(u32, u32)>) {
         self.file_id.push(file_id);
         self.line.push(line);
         self.part.push(f.part);
-        self.text.push(Some(&f.text));
+        self.text.push(&f.text, at);
         self.msg.push(f.msg.as_deref());
         self.source.push(source_code(f.source));
         self.role.push(f.role.map(role_code));
@@ -307,5 +358,16 @@ impl Columns {
         self.capped.push(f.capped);
         self.main.push(f.main);
         self.exc.push(f.exc);
+    }
+}
+
+#[cfg(test)]
+mod size_tests {
+    #[test]
+    fn fields_size() {
+        println!(
+            "Fields: {} bytes",
+            std::mem::size_of::<super::Fields<'static>>()
+        );
     }
 }

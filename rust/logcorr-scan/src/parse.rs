@@ -13,15 +13,16 @@
 use std::borrow::Cow;
 use std::collections::HashMap;
 
-use aho_corasick::AhoCorasick;
+use rustc_hash::FxHashMap;
 
 use crate::families::{self, comm_fields, nccl_head, rank_tokens, Facts, NcclHead};
 use crate::model::{Columns, Fields, Role, Source};
 use crate::parts::{self, Part};
 use crate::patterns as p;
 use crate::stamp::{self, Format};
-use crate::text::{count_up_to, find, int, slice_chars, strip};
+use crate::text::{int, slice_chars, strip, Literal, CLOSE, NCCL, STAMP};
 use crate::wrappers::{self, Peeled};
+use memchr::memmem::Finder;
 
 /// One physical line.
 #[derive(Clone, Copy, Debug)]
@@ -29,6 +30,8 @@ pub struct Line<'a> {
     pub file_id: u32,
     pub line: u32,
     pub text: &'a str,
+    /// Where it stands in its chunk's blocks (`model::NOWHERE` when given without blocks).
+    pub at: (u32, u32),
 }
 
 /// What a line gives the ones after it: the text that tells whether it announces them (the
@@ -40,22 +43,42 @@ pub struct Said {
     pub body: String,
 }
 
-enum Kind<'a> {
-    Fast(Box<Fields<'a>>),
-    Rest,
+/// Where parsed parts go: gathered as columns, or read as they come (pass 1).
+pub trait Sink {
+    /// One part of physical line `line` of file `file_id` (`at`: where the line stands in the
+    /// chunk's blocks, when the part's text is the whole line as read).
+    fn push(&mut self, file_id: u32, line: u32, fields: &Fields<'_>, at: Option<(u32, u32)>);
 }
 
-/// Parse a chunk. `before`: what the last lines before it said (up to two), for its first
-/// lines. Returns the parts and what the chunk's last two lines say.
+impl Sink for Columns {
+    fn push(&mut self, file_id: u32, line: u32, fields: &Fields<'_>, at: Option<(u32, u32)>) {
+        Columns::push(self, file_id, line, fields, at);
+    }
+}
+
+/// Parse a chunk into columns. `before`: what the last lines before it said (up to two), for
+/// its first lines. Returns the parts (their texts: spans of the chunk's blocks, which the
+/// caller puts in `columns.text.blocks`) and what the chunk's last two lines say.
 pub fn parse_chunk(lines: &[Line<'_>], before: &[Said]) -> (Columns, Vec<Said>) {
-    let mut heads: HashMap<&str, NcclHead> = HashMap::new();
-    let mut hosts: Vec<String> = Vec::new();
-    let kinds: Vec<Kind<'_>> = lines
-        .iter()
-        .map(|line| fast(line.text, &mut heads, &mut hosts))
-        .collect();
+    let mut columns = Columns::default();
+    let after = parse_into(lines, before, &mut columns, &mut Vec::new());
+    (columns, after)
+}
+
+/// Parse a chunk, handing each part to `sink` in (line, part) order; returns what the chunk's
+/// last two lines say. `quick`: a buffer for what the fast paths read (kept from chunk to
+/// chunk, so that its memory is not asked for again).
+pub fn parse_into(
+    lines: &[Line<'_>],
+    before: &[Said],
+    sink: &mut impl Sink,
+    quick: &mut Vec<Quick>,
+) -> Vec<Said> {
+    let mut heads: FxHashMap<&str, NcclHead> = FxHashMap::default();
+    quick.clear();
+    quick.extend(lines.iter().map(|line| fast(line.text, &mut heads)));
     let rest: Vec<usize> = (0..lines.len())
-        .filter(|&i| matches!(kinds[i], Kind::Rest))
+        .filter(|&i| matches!(quick[i], Quick::Rest))
         .collect();
     let docker = rest
         .iter()
@@ -68,7 +91,14 @@ pub fn parse_chunk(lines: &[Line<'_>], before: &[Said]) -> (Columns, Vec<Said>) 
         .iter()
         .map(|w| parts::glued(&w.body, w.json))
         .collect();
+    let mut hosts: Vec<String> = Vec::new();
     if glued.iter().any(|&g| g) {
+        // (hosts of the chunk's clean NCCL lines, and of the rest's lines' starts)
+        let clean = lines
+            .iter()
+            .zip(quick.iter())
+            .filter_map(|(line, q)| q.host(line.text));
+        hosts.extend(clean.map(str::to_string));
         for w in &peeled {
             if let Some(host) = parts::host_at_start(&w.body) {
                 hosts.push(host.to_string());
@@ -92,45 +122,73 @@ pub fn parse_chunk(lines: &[Line<'_>], before: &[Said]) -> (Columns, Vec<Said>) 
             None => &peeled[k].body,
         };
     }
-    let mut columns = Columns::default();
-    let mut k = 0;
-    for (i, (line, kind)) in lines.iter().zip(kinds).enumerate() {
-        match kind {
-            Kind::Fast(fields) => {
-                let mut fields = *fields;
+    let single: Vec<Part<'_>> = rest
+        .iter()
+        .zip(&peeled)
+        .map(|(&i, w)| Part {
+            text: Cow::Borrowed(lines[i].text),
+            body: Cow::Borrowed(&w.body),
+            torch_rank: w.torch_rank,
+            capped: None,
+            frag: false,
+            host_unknown: false,
+        })
+        .collect();
+    // the rest's parts, with the physical line each stands in
+    let mut rest_rows: Vec<(usize, Fields<'_>)> = Vec::with_capacity(rest.len());
+    for (k, &i) in rest.iter().enumerate() {
+        let context = Context {
+            lines,
+            said: &said,
+            before,
+            at: i,
+        };
+        let parts = if split[k].is_empty() {
+            std::slice::from_ref(&single[k])
+        } else {
+            &split[k][..]
+        };
+        for (n, part) in parts.iter().enumerate() {
+            rest_rows.push((
+                i,
+                rest_part(&lines[i], &peeled[k], part, n as u16, &context),
+            ));
+        }
+    }
+    let fast_hosts = lines
+        .iter()
+        .zip(quick.iter())
+        .filter_map(|(line, q)| q.host(line.text));
+    let fixes =
+        unglue_hosts(fast_hosts.chain(rest_rows.iter().filter_map(|(_, f)| f.host.as_deref())));
+    let mut rest_rows = rest_rows.into_iter().peekable();
+    for (i, (line, q)) in lines.iter().zip(quick.iter()).enumerate() {
+        match q {
+            Quick::Sglang { .. } | Quick::Nccl { .. } => {
+                let mut fields = q.fields(line.text);
                 local(&mut fields);
-                columns.push(line.file_id, line.line, &fields);
+                mend_host(&mut fields, &fixes);
+                sink.push(line.file_id, line.line, &fields, Some(line.at));
             }
-            Kind::Rest => {
-                let w = &peeled[k];
-                let context = Context {
-                    lines,
-                    said: &said,
-                    before,
-                    at: i,
-                };
-                if split[k].is_empty() {
-                    let part = Part {
-                        text: Cow::Borrowed(line.text),
-                        body: Cow::Borrowed(&w.body),
-                        torch_rank: w.torch_rank,
-                        capped: None,
-                        frag: false,
-                        host_unknown: false,
-                    };
-                    rest_part(&mut columns, line, w, &part, 0, &context);
-                } else {
-                    for (n, part) in split[k].iter().enumerate() {
-                        rest_part(&mut columns, line, w, part, n as u16, &context);
-                    }
+            Quick::Rest => {
+                while let Some((_, mut fields)) = rest_rows.next_if(|(at, _)| *at == i) {
+                    let whole = fields.part == 0 && fields.text.len() == line.text.len();
+                    mend_host(&mut fields, &fixes);
+                    sink.push(line.file_id, line.line, &fields, whole.then_some(line.at));
                 }
-                k += 1;
             }
         }
     }
-    unglue_hosts(&mut columns);
-    let after = last_said(lines, &said, before);
-    (columns, after)
+    last_said(lines, &said, before)
+}
+
+fn mend_host(fields: &mut Fields<'_>, fixes: &HashMap<String, String>) {
+    if fixes.is_empty() {
+        return;
+    }
+    if let Some(fixed) = fields.host.as_deref().and_then(|h| fixes.get(h)) {
+        fields.host = Some(Cow::Owned(fixed.clone()));
+    }
 }
 
 /// What the last two of `lines` say to the lines after them (for a chunk read on its own,
@@ -218,13 +276,12 @@ impl Context<'_, '_> {
 }
 
 fn rest_part<'a>(
-    columns: &mut Columns,
     line: &Line<'a>,
     w: &Peeled<'a>,
-    part: &Part<'_>,
+    part: &'a Part<'_>,
     n: u16,
     context: &Context<'_, 'a>,
-) {
+) -> Fields<'a> {
     let body = wrappers::clean(&part.body);
     let wrapped = !w.wrap.is_empty() || w.json;
     let first = n == 0;
@@ -237,7 +294,7 @@ fn rest_part<'a>(
     };
     let mut f = Fields {
         part: n,
-        text: Cow::Owned(part.text.to_string()),
+        text: Cow::Borrowed(&part.text),
         msg: (wrapped && first).then(|| Cow::Owned(part.body.to_string())),
         wrap_ts: w.wrap_ts,
         capped: part.capped,
@@ -249,7 +306,8 @@ fn rest_part<'a>(
     }
     fill_from_wrapper(&mut f, w, part.torch_rank);
     local(&mut f);
-    columns.push(line.file_id, line.line, &f);
+    let _ = line;
+    f
 }
 
 /// Fields a wrapper gave fill what the inner line left empty.
@@ -271,112 +329,186 @@ fn fill_from_wrapper(f: &mut Fields<'_>, w: &Peeled<'_>, torch_rank: Option<i32>
     }
 }
 
+static COMM: Literal = Literal::new(|| Finder::new("comm 0x"));
+static YSPY: Literal = Literal::new(|| Finder::new("yspy"));
+
+static HIT: Literal = Literal::new(|| Finder::new("hit an exception"));
+static TRACEBACK: Literal = Literal::new(|| Finder::new("Traceback (most recent call last)"));
+static FATAL: Literal = Literal::new(|| Finder::new("Fatal Python error"));
+static EXCEPTION_IN: Literal = Literal::new(|| Finder::new("Exception in "));
+
 /// What a line says by itself: its role from message stems (when it proves none otherwise),
 /// an NCCL line of the process's main thread, a line opening an exception record.
 fn local(f: &mut Fields<'_>) {
-    if f.role.is_none() {
-        f.role = stem_role(&f.text);
-    }
     f.main = f.source == Source::Nccl && f.tid.is_some() && f.tid == f.pid;
-    f.exc = f.starts_record == Some(true) && p::EXCEPTION_HEADER_RE.is_match(&f.text);
+    let text: &str = &f.text;
+    f.exc = f.starts_record == Some(true)
+        && (HIT.find(text).is_some()
+            || TRACEBACK.find(text).is_some()
+            || FATAL.find(text).is_some());
+    if f.role.is_none() && may_hold_stem(text) {
+        // (the first stem in the list's order that the text holds, wherever it stands)
+        let stem = p::ROLE_STEMS.iter().find(|(stem, _)| text.contains(stem));
+        f.role = stem.and_then(|(_, role)| Role::from_name(role));
+    }
 }
 
-fn stem_role(text: &str) -> Option<Role> {
-    static STEMS: std::sync::LazyLock<AhoCorasick> = std::sync::LazyLock::new(|| {
-        AhoCorasick::new(p::ROLE_STEMS.iter().map(|(stem, _)| stem)).expect("role stems")
+/// Whether a text may hold a stem of `patterns::ROLE_STEMS`: each holds `hit an exception`
+/// or `Exception in `, or starts with `] ` and a letter one of the others starts with.
+fn may_hold_stem(text: &str) -> bool {
+    let bytes = text.as_bytes();
+    let behind = memchr::memchr_iter(b']', bytes).any(|at| {
+        bytes.get(at + 1) == Some(&b' ')
+            && bytes
+                .get(at + 2)
+                .is_some_and(|b| b"DTSLKMCPIWm".contains(b))
     });
-    // (the first stem in the list's order that the text holds, wherever it stands)
-    let mut best: Option<usize> = None;
-    for found in STEMS.find_overlapping_iter(text) {
-        let index = found.pattern().as_usize();
-        best = Some(best.map_or(index, |b| b.min(index)));
-        if index == 0 {
-            break;
-        }
-    }
-    best.and_then(|i| Role::from_name(p::ROLE_STEMS[i].1))
+    behind || HIT.find(text).is_some() || EXCEPTION_IN.find(text).is_some()
 }
 
 /// A host token that is another host of the chunk with a few characters glued in front, on a
-/// line or two, while that host has many lines, is that host.
-fn unglue_hosts(columns: &mut Columns) {
+/// line or two, while that host has many lines, is that host: the fixes (host -> host).
+fn unglue_hosts<'a>(hosts: impl Iterator<Item = &'a str>) -> HashMap<String, String> {
     const RARE: usize = 3;
     const RATIO: usize = 10;
-    let mut counts: HashMap<String, usize> = HashMap::new();
-    for row in 0..columns.len() {
-        if let Some(host) = columns.host.get(row) {
-            *counts.entry(host.to_string()).or_default() += 1;
+    let mut counts: HashMap<&str, usize> = HashMap::new();
+    let mut run: Option<(&str, usize)> = None;
+    for host in hosts {
+        match &mut run {
+            Some((last, n)) if *last == host => *n += 1,
+            _ => {
+                if let Some((last, n)) = run.take() {
+                    *counts.entry(last).or_default() += n;
+                }
+                run = Some((host, 1));
+            }
         }
     }
-    if counts.len() < 2 {
-        return;
+    if let Some((last, n)) = run {
+        *counts.entry(last).or_default() += n;
     }
-    let mut fixes: HashMap<String, String> = HashMap::new();
-    for (host, &count) in &counts {
+    let mut fixes = HashMap::new();
+    if counts.len() < 2 {
+        return fixes;
+    }
+    for (&host, &count) in &counts {
         if count > RARE {
             continue;
         }
         let under = counts
             .iter()
-            .filter(|(other, &n)| {
-                *other != host && host.ends_with(other.as_str()) && n >= RATIO * count
-            })
-            .map(|(other, _)| other)
+            .filter(|(&other, &n)| other != host && host.ends_with(other) && n >= RATIO * count)
+            .map(|(&other, _)| other)
             .max_by_key(|other| other.chars().count());
         if let Some(other) = under {
-            fixes.insert(host.clone(), other.clone());
+            fixes.insert(host.to_string(), other.to_string());
         }
     }
-    if fixes.is_empty() {
-        return;
-    }
-    let mut host = crate::model::StrColumn::default();
-    for row in 0..columns.len() {
-        let value = columns
-            .host
-            .get(row)
-            .map(|h| fixes.get(h).map_or(h, String::as_str).to_string());
-        host.push(value.as_deref());
-    }
-    columns.host = host;
+    fixes
 }
 
 // ------------------------------------------------------------------------------- fast paths
 
-fn fast<'a>(
-    text: &'a str,
-    heads: &mut HashMap<&'a str, NcclHead>,
-    hosts: &mut Vec<String>,
-) -> Kind<'a> {
+/// What a fast path reads of a line (`Quick::Rest`: the rest of the parse reads it).
+fn fast<'a>(text: &'a str, heads: &mut FxHashMap<&'a str, NcclHead>) -> Quick {
     let bytes = text.as_bytes();
-    let headers = count_up_to(bytes, b"[20", 2) + count_up_to(bytes, b" NCCL ", 2);
-    if headers != 1 {
-        return Kind::Rest;
-    }
-    if text.starts_with("[20") {
-        return sglang_fast(text).map_or(Kind::Rest, |f| Kind::Fast(Box::new(f)));
-    }
-    if text.starts_with('[') {
-        return Kind::Rest;
-    }
-    let Some(cut) = find(text, " NCCL ") else {
-        return Kind::Rest;
+    let headers = STAMP.count_up_to(bytes, 2) + NCCL.count_up_to(bytes, 2);
+    let quick = if headers != 1 {
+        None
+    } else if text.starts_with("[20") {
+        sglang_fast(text)
+    } else if text.starts_with('[') {
+        None
+    } else {
+        NCCL.find(text).and_then(|cut| nccl_fast(text, cut, heads))
     };
-    match nccl_fast(text, cut, heads) {
-        Some(f) => {
-            if let Some(host) = &f.host {
-                hosts.push(host.to_string());
-            }
-            Kind::Fast(Box::new(f))
+    quick.unwrap_or(Quick::Rest)
+}
+
+/// What a fast path read of a line, kept without the text (a chunk's are kept in one buffer,
+/// used again for the next chunk).
+#[derive(Clone, Copy, Debug)]
+pub enum Quick {
+    Rest,
+    Sglang {
+        ts: i64,
+        ranks: [Option<i32>; 7],
+        role: Option<Role>,
+        server_args: bool,
+        dumped: Option<i64>,
+    },
+    Nccl {
+        host_len: u32,
+        pid: Option<i64>,
+        tid: Option<i64>,
+        device: Option<i32>,
+        cut: u32,
+    },
+}
+
+impl Quick {
+    /// The host a clean NCCL line starts with.
+    fn host<'a>(&self, text: &'a str) -> Option<&'a str> {
+        match *self {
+            Quick::Nccl { host_len, .. } => Some(&text[..host_len as usize]),
+            _ => None,
         }
-        None => Kind::Rest,
+    }
+
+    /// The line's fields.
+    fn fields<'a>(&self, text: &'a str) -> Fields<'a> {
+        match *self {
+            Quick::Rest => Fields::default(),
+            Quick::Sglang {
+                ts,
+                ranks,
+                role,
+                server_args,
+                dumped,
+            } => Fields {
+                text: Cow::Borrowed(text),
+                source: Source::Sglang,
+                starts_record: Some(true),
+                ts: Some(ts),
+                ts_has_date: Some(true),
+                ts_has_year: Some(true),
+                prefix: ranks,
+                role,
+                server_args: server_args.then_some(true),
+                link_pid: dumped,
+                pid: dumped,
+                ..Fields::default()
+            },
+            Quick::Nccl {
+                host_len,
+                pid,
+                tid,
+                device,
+                cut,
+            } => {
+                let mut f = Fields {
+                    text: Cow::Borrowed(text),
+                    source: Source::Nccl,
+                    starts_record: Some(true),
+                    host: Some(Cow::Borrowed(&text[..host_len as usize])),
+                    pid,
+                    tid,
+                    device_id: device,
+                    ..Fields::default()
+                };
+                if COMM.find(text).is_some() {
+                    comm_fields(slice_chars(text, cut as usize, None), &mut f);
+                }
+                f
+            }
+        }
     }
 }
 
 /// `[YYYY-MM-DD HH:MM:SS(.mmm)?( TOKEN)*] message`: stamp and tail at fixed offsets.
-fn sglang_fast(text: &str) -> Option<Fields<'_>> {
+fn sglang_fast(text: &str) -> Option<Quick> {
     // (a line cut before its `] ` keeps its stamp and tokens: the tail runs to its end)
-    let close = find(text, "] ");
+    let close = CLOSE.find(text);
     let ts = stamp::parse(slice_chars(text, 1, Some(19)), Format::Seconds)?;
     let tail = slice_chars(text, 20, close.map(|c| c.saturating_sub(20)));
     let (ms, tokens) = match tail.strip_prefix('.') {
@@ -389,72 +521,105 @@ fn sglang_fast(text: &str) -> Option<Fields<'_>> {
         }
         None => (None, tail),
     };
-    let encoder = p::SGL_ENCODER.is_match(tokens);
-    let tokens_ok = canonical_tokens(tokens).unwrap_or_else(|| p::SGL_TOKENS.is_match(tokens));
-    if !(tokens_ok || encoder) {
+    let encoder = tokens.contains("encode_") && p::SGL_ENCODER.is_match(tokens);
+    let ranks = match canonical_ranks(tokens) {
+        Some(ranks) => ranks,
+        None => p::SGL_TOKENS.is_match(tokens).then(|| rank_tokens(tokens)),
+    };
+    if !(ranks.is_some() || encoder) {
         return None;
     }
-    let mut f = Fields {
-        text: Cow::Borrowed(text),
-        source: Source::Sglang,
-        starts_record: Some(true),
-        ts: Some(ts + ms.unwrap_or(0) * 1000),
-        ts_has_date: Some(true),
-        ts_has_year: Some(true),
-        ..Fields::default()
+    let ranks = ranks.unwrap_or([None; 7]);
+    let mut quick = Quick::Sglang {
+        ts: ts + ms.unwrap_or(0) * 1000,
+        ranks,
+        role: None,
+        server_args: false,
+        dumped: None,
     };
-    if tokens_ok {
-        f.prefix = rank_tokens(tokens);
-    }
-    let ranked = f.prefix.iter().any(Option::is_some);
-    if ranked {
-        f.role = Some(Role::Scheduler);
-        if text.contains("yspy") && p::PYSPY_HINT_RE.is_match(text) {
-            let dumped = p::PYSPY_RE
+    let Quick::Sglang {
+        role,
+        server_args,
+        dumped,
+        ..
+    } = &mut quick
+    else {
+        unreachable!("made above")
+    };
+    if ranks.iter().any(Option::is_some) {
+        *role = Some(Role::Scheduler);
+        if YSPY.find(text).is_some() && p::PYSPY_HINT_RE.is_match(text) {
+            *dumped = p::PYSPY_RE
                 .captures(text)
                 .and_then(|c| c.get(1))
                 .and_then(|m| int(m.as_str()));
-            f.link_pid = dumped;
-            f.pid = dumped;
         }
     } else {
         let main = p::MAIN_PROOF_RE.is_match(text);
-        f.role = if encoder {
+        *role = if encoder {
             Some(Role::Encoder)
         } else if main {
             Some(Role::Main)
         } else {
             None
         };
-        f.server_args = (main && p::SERVER_ARGS_RE.is_match(text)).then_some(true);
+        *server_args = main && p::SERVER_ARGS_RE.is_match(text);
     }
-    Some(f)
+    Some(quick)
 }
 
-/// Whether an ASCII tail is rank tokens only (` DP5 TP10`); None when it is not ASCII (the
-/// pattern decides: its digits are Unicode's).
-fn canonical_tokens(tokens: &str) -> Option<bool> {
+/// The ranks of an ASCII tail of rank tokens (` DP5 TP10`: the first token of each key), None
+/// inside when it is not tokens only; None when it is not ASCII (the patterns decide: their
+/// digits are Unicode's).
+fn canonical_ranks(tokens: &str) -> Option<Option<[Option<i32>; 7]>> {
     if !tokens.is_ascii() {
         return None;
     }
+    let mut ranks = [None; 7];
+    let mut seen = [false; 7];
     let mut rest = tokens;
     while !rest.is_empty() {
         let Some(token) = rest.strip_prefix(' ') else {
-            return Some(false);
+            return Some(None);
         };
         let end = token.find(' ').unwrap_or(token.len());
         let (word, after) = token.split_at(end);
-        let key_len = crate::model::PREFIX_KEYS
-            .iter()
-            .filter(|key| word.starts_with(*key))
-            .map(|key| key.len())
-            .find(|&len| len < word.len() && word[len..].bytes().all(|b| b.is_ascii_digit()));
-        if key_len.is_none() {
-            return Some(false);
+        let key = crate::model::PREFIX_KEYS.iter().position(|key| {
+            word.len() > key.len()
+                && word.starts_with(key)
+                && word[key.len()..].bytes().all(|b| b.is_ascii_digit())
+        });
+        let Some(key) = key else {
+            return Some(None);
+        };
+        if !seen[key] {
+            seen[key] = true;
+            ranks[key] = int(&word[crate::model::PREFIX_KEYS[key].len()..]);
         }
         rest = after;
     }
-    Some(true)
+    Some(Some(ranks))
+}
+
+/// `\x1b|\[repeated |\[[0-9;]{1,6}m` (`patterns::JUNK_HINT`): a colour code or Ray's dedup
+/// suffix somewhere in the line.
+fn junk_hint(text: &str) -> bool {
+    let bytes = text.as_bytes();
+    if memchr::memchr(0x1b, bytes).is_some() {
+        return true;
+    }
+    memchr::memchr_iter(b'[', bytes).any(|at| {
+        let rest = &bytes[at + 1..];
+        if rest.starts_with(b"repeated ") {
+            return true;
+        }
+        let run = rest
+            .iter()
+            .take(7)
+            .take_while(|b| b.is_ascii_digit() || **b == b';')
+            .count();
+        (1..=6).contains(&run) && rest.get(run) == Some(&b'm')
+    })
 }
 
 fn is_regex_digit(c: char) -> bool {
@@ -475,28 +640,23 @@ fn regex_digit() -> &'static regex::Regex {
 fn nccl_fast<'a>(
     text: &'a str,
     cut: usize,
-    heads: &mut HashMap<&'a str, NcclHead>,
-) -> Option<Fields<'a>> {
-    if p::JUNK_HINT_RE.is_match(text) {
+    heads: &mut FxHashMap<&'a str, NcclHead>,
+) -> Option<Quick> {
+    if junk_hint(text) {
         return None;
     }
     let head = slice_chars(text, 0, Some(cut));
-    let h = heads.entry(head).or_insert_with(|| nccl_head(head)).clone();
-    if h.host.is_none() || h.ts.is_some() {
+    let h = heads.entry(head).or_insert_with(|| nccl_head(head));
+    if h.ts.is_some() {
         return None;
     }
-    let mut f = Fields {
-        text: Cow::Borrowed(text),
-        source: Source::Nccl,
-        starts_record: Some(true),
-        host: h.host.map(Cow::Owned),
+    // (no stamp before it: the host starts the line)
+    let host = h.host.as_deref().filter(|host| text.starts_with(host))?;
+    Some(Quick::Nccl {
+        host_len: host.len() as u32,
         pid: h.pid,
         tid: h.tid,
-        device_id: h.device,
-        ..Fields::default()
-    };
-    if text.contains("comm 0x") {
-        comm_fields(slice_chars(text, cut, None), &mut f);
-    }
-    Some(f)
+        device: h.device,
+        cut: cut as u32,
+    })
 }

@@ -2,6 +2,7 @@
 //! parsed again, each chunk with a look at the next one's first row).
 
 use crate::attribute::{Ahead, Attributed, Attributor};
+use crate::keys::KeyId;
 use crate::model::Columns;
 use crate::scan::{FileSpec, Scanner};
 use crate::survey::Survey;
@@ -24,10 +25,9 @@ impl SurveyPass {
 
     /// Survey the next chunk; its bytes of lines, None at the end.
     pub fn step(&mut self) -> Option<usize> {
-        let parsed = self.scanner.next_chunk()?;
-        self.survey.add(&parsed.columns);
-        self.lines += parsed.rows as u64;
-        Some(parsed.bytes)
+        let (bytes, rows) = self.scanner.next_into(&mut self.survey)?;
+        self.lines += rows as u64;
+        Some(bytes)
     }
 }
 
@@ -35,7 +35,7 @@ impl SurveyPass {
 pub struct AttributePass {
     scanner: Scanner,
     pub attributor: Attributor,
-    next: Option<(Columns, usize)>,
+    next: Option<(Columns, Vec<KeyId>, usize)>,
     started: bool,
 }
 
@@ -58,16 +58,16 @@ impl AttributePass {
     pub fn step(&mut self) -> Option<(Columns, Attributed, usize)> {
         if !self.started {
             self.started = true;
-            self.next = self.scanner.next_chunk().map(|p| (p.columns, p.bytes));
+            self.next = self.scanner.next_keyed(&mut self.attributor.keys);
         }
-        let (columns, bytes) = self.next.take()?;
-        self.next = self.scanner.next_chunk().map(|p| (p.columns, p.bytes));
+        let (columns, ids, bytes) = self.next.take()?;
+        self.next = self.scanner.next_keyed(&mut self.attributor.keys);
         let ahead = self
             .next
             .as_ref()
-            .filter(|(c, _)| !c.is_empty())
-            .map(|(c, _)| Ahead::of(c, 0));
-        let attributed = self.attributor.attribute(&columns, ahead.as_ref());
+            .filter(|(c, _, _)| !c.is_empty())
+            .map(|(c, _, _)| Ahead::of(c, 0));
+        let attributed = self.attributor.attribute(&columns, &ids, ahead.as_ref());
         Some((columns, attributed, bytes))
     }
 }

@@ -8,8 +8,9 @@ use std::collections::VecDeque;
 use std::io;
 use std::path::PathBuf;
 
-use crate::model::Columns;
-use crate::parse::{parse_chunk, Line, Said};
+use crate::keys::{KeyId, Keys};
+use crate::model::{Columns, Fields};
+use crate::parse::{parse_chunk, parse_into, Line, Quick, Said, Sink};
 use crate::read::{split_lines, Blocks, Pieces, Problem};
 
 /// One input file: its number and where it is, and how to name it in a warning.
@@ -56,12 +57,13 @@ pub struct RawChunk {
 impl RawChunk {
     pub fn lines(&self) -> Vec<Line<'_>> {
         let mut out = Vec::with_capacity(self.rows());
-        for block in &self.blocks {
+        for (index, block) in self.blocks.iter().enumerate() {
             for (i, &(a, b)) in block.lines.iter().enumerate() {
                 out.push(Line {
                     file_id: block.file_id,
                     line: block.first_line + i as u32,
                     text: &block.text[a..b],
+                    at: (index as u32, a as u32),
                 });
             }
         }
@@ -203,11 +205,28 @@ fn problem_warning(display: &str, problem: &Problem) -> String {
     }
 }
 
+/// Parts gathered as columns, each with its key row's number.
+struct Keyed<'k> {
+    columns: Columns,
+    ids: Vec<KeyId>,
+    keys: &'k mut Keys,
+}
+
+impl Sink for Keyed<'_> {
+    fn push(&mut self, file_id: u32, line: u32, fields: &Fields<'_>, at: Option<(u32, u32)>) {
+        self.columns.push(file_id, line, fields, at);
+        // (pass 1 saw every key the same bytes give; one it did not is a bug: KeyId::MAX)
+        self.ids
+            .push(self.keys.find(file_id, fields).unwrap_or(KeyId::MAX));
+    }
+}
+
 /// Reads and parses files a chunk at a time, carrying what the last lines of a chunk say to
 /// the next one.
 pub struct Scanner {
     pub reader: ChunkReader,
     said: Vec<Said>,
+    quick: Vec<Quick>,
 }
 
 /// A parsed chunk: its parts, and how many bytes of lines it holds.
@@ -222,18 +241,51 @@ impl Scanner {
         Scanner {
             reader: ChunkReader::new(files, chunk_bytes, max_rows),
             said: Vec::new(),
+            quick: Vec::new(),
         }
     }
 
+    /// The next chunk parsed into `sink`: its bytes of lines and its lines.
+    pub fn next_into(&mut self, sink: &mut impl Sink) -> Option<(usize, usize)> {
+        let raw = self.reader.next_chunk()?;
+        let lines = raw.lines();
+        self.said = parse_into(&lines, &self.said, sink, &mut self.quick);
+        Some((raw.bytes(), lines.len()))
+    }
+
+    /// The next chunk parsed into columns, with each part's key row number (`keys`: pass 1's),
+    /// and its bytes of lines.
+    pub fn next_keyed(&mut self, keys: &mut Keys) -> Option<(Columns, Vec<KeyId>, usize)> {
+        let raw = self.reader.next_chunk()?;
+        let lines = raw.lines();
+        let mut keyed = Keyed {
+            columns: Columns::default(),
+            ids: Vec::new(),
+            keys,
+        };
+        self.said = parse_into(&lines, &self.said, &mut keyed, &mut self.quick);
+        let bytes = raw.bytes();
+        drop(lines);
+        let Keyed {
+            mut columns, ids, ..
+        } = keyed;
+        columns.text.blocks = raw.blocks.into_iter().map(|b| b.text).collect();
+        Some((columns, ids, bytes))
+    }
+
+    /// The next chunk parsed.
     pub fn next_chunk(&mut self) -> Option<Parsed> {
         let raw = self.reader.next_chunk()?;
         let lines = raw.lines();
-        let (columns, said) = parse_chunk(&lines, &self.said);
+        let (mut columns, said) = parse_chunk(&lines, &self.said);
         self.said = said;
+        let (bytes, rows) = (raw.bytes(), lines.len());
+        drop(lines);
+        columns.text.blocks = raw.blocks.into_iter().map(|b| b.text).collect();
         Some(Parsed {
             columns,
-            bytes: raw.bytes(),
-            rows: lines.len(),
+            bytes,
+            rows,
         })
     }
 }

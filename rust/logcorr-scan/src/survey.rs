@@ -8,7 +8,8 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 
 use crate::clock::{self, Stamp};
 use crate::keys::{KeyId, Keys};
-use crate::model::Columns;
+use crate::model::Fields;
+use crate::parse::Sink;
 
 #[derive(Default)]
 pub struct Survey {
@@ -24,46 +25,44 @@ pub struct Survey {
     pub dated: BTreeMap<i64, u64>,
 }
 
-impl Survey {
-    pub fn add(&mut self, c: &Columns) {
-        for row in 0..c.len() {
-            let key = self.keys.add(c, row);
-            let file_id = c.file_id[row];
-            if c.server_args[row] == Some(true) {
-                let text = c.msg.get(row).or(c.text.get(row)).unwrap_or("");
-                self.server_args
-                    .push((file_id, c.line[row], text.to_string()));
+impl Sink for Survey {
+    fn push(&mut self, file_id: u32, line: u32, f: &Fields<'_>, _at: Option<(u32, u32)>) {
+        let key = self.keys.add(file_id, line, f);
+        if f.server_args == Some(true) {
+            let text = f.msg.as_deref().unwrap_or(&f.text);
+            self.server_args.push((file_id, line, text.to_string()));
+        }
+        if f.exc {
+            if let Some(ts) = f.ts {
+                let second = ts.div_euclid(clock::MICROS) * clock::MICROS;
+                self.headers.insert((second, key));
             }
-            if c.exc[row] {
-                if let Some(ts) = c.ts[row] {
-                    let second = ts.div_euclid(clock::MICROS) * clock::MICROS;
-                    self.headers.insert((second, key));
-                }
+        }
+        let stamp = Stamp {
+            ts: f.ts,
+            has_date: f.ts_has_date,
+            has_year: f.ts_has_year,
+            wrap_ts: f.wrap_ts,
+        };
+        if stamp.fully_dated() {
+            let ts = stamp.ts.expect("dated");
+            *self.dated.entry(ts).or_default() += 1;
+            let at = *self.first_at.entry(file_id).or_insert_with(|| {
+                self.first_dated.push((file_id, None, None));
+                self.first_dated.len() - 1
+            });
+            let entry = &mut self.first_dated[at];
+            if entry.1.is_none() {
+                entry.1 = Some(ts);
             }
-            let stamp = Stamp {
-                ts: c.ts[row],
-                has_date: c.ts_has_date[row],
-                has_year: c.ts_has_year[row],
-                wrap_ts: c.wrap_ts[row],
-            };
-            if stamp.fully_dated() {
-                let ts = stamp.ts.expect("dated");
-                *self.dated.entry(ts).or_default() += 1;
-                let at = *self.first_at.entry(file_id).or_insert_with(|| {
-                    self.first_dated.push((file_id, None, None));
-                    self.first_dated.len() - 1
-                });
-                let entry = &mut self.first_dated[at];
-                if entry.1.is_none() {
-                    entry.1 = Some(ts);
-                }
-                if entry.2.is_none() {
-                    entry.2 = stamp.wrap_ts.map(|wrap| clock::wrapper_offset(ts, wrap));
-                }
+            if entry.2.is_none() {
+                entry.2 = stamp.wrap_ts.map(|wrap| clock::wrapper_offset(ts, wrap));
             }
         }
     }
+}
 
+impl Survey {
     /// The wrapper offset (seconds) of files without one of their own: the set's one offset
     /// when the files that have one agree; UTC (0) when no line of the set has a date of its
     /// own; else none (no guess).

@@ -33,9 +33,51 @@ pub fn len_chars(s: &str) -> usize {
     }
 }
 
+use std::sync::LazyLock;
+
+use memchr::memmem::Finder;
+
+/// A literal searched for in every line: its searcher is built once.
+pub struct Literal(LazyLock<Finder<'static>>);
+
+impl Literal {
+    pub const fn new(build: fn() -> Finder<'static>) -> Literal {
+        Literal(LazyLock::new(build))
+    }
+
+    /// The byte offset of its first occurrence in `s`.
+    pub fn find(&self, s: &str) -> Option<usize> {
+        self.0.find(s.as_bytes())
+    }
+
+    /// How many times it occurs in `s` without overlapping, counting up to `limit`.
+    pub fn count_up_to(&self, s: &[u8], limit: usize) -> usize {
+        let width = self.0.needle().len();
+        let mut at = 0;
+        let mut count = 0;
+        while count < limit {
+            match self.0.find(&s[at..]) {
+                Some(found) => {
+                    count += 1;
+                    at += found + width;
+                }
+                None => break,
+            }
+        }
+        count
+    }
+}
+
+/// ` NCCL `: the token after an NCCL header.
+pub static NCCL: Literal = Literal::new(|| Finder::new(" NCCL "));
+/// `[20`: the start of a SGLang stamp.
+pub static STAMP: Literal = Literal::new(|| Finder::new("[20"));
+/// `] `: the end of a prefix.
+pub static CLOSE: Literal = Literal::new(|| Finder::new("] "));
+
 /// How many times `needle` occurs in `s` without overlapping, counting up to `limit`.
 pub fn count_up_to(s: &[u8], needle: &[u8], limit: usize) -> usize {
-    let finder = memchr::memmem::Finder::new(needle);
+    let finder = Finder::new(needle);
     let mut at = 0;
     let mut count = 0;
     while count < limit {
@@ -89,6 +131,8 @@ mod tests {
         assert_eq!(count_up_to(b" NCCL  NCCL x NCCL ", b" NCCL ", 9), 3);
         assert_eq!(count_up_to(b" NCCL NCCL ", b" NCCL ", 9), 1);
         assert_eq!(count_up_to(b"[20[20[20", b"[20", 2), 2);
+        assert_eq!(NCCL.count_up_to(b" NCCL  NCCL x NCCL ", 9), 3);
+        assert_eq!(STAMP.count_up_to(b"[20[20[20", 2), 2);
     }
 
     #[test]
