@@ -42,6 +42,7 @@ from logcorr.diagnose.context import (
     _span,
     _unnamed,
     lines_in,
+    shifted,
 )
 
 
@@ -190,7 +191,7 @@ def _nccl_warnings_before(ctx: Context, root: dict[str, Any]) -> pl.DataFrame:
                               & (pl.col("order") < root["order"]))
     if root["ts_full"] is not None:
         warns = warns.filter(pl.col("ts_full").is_null()
-                             | (pl.col("ts_full") >= root["ts_full"] - _WARN_WINDOW))
+                             | (pl.col("ts_full") >= shifted(root["ts_full"], -_WARN_WINDOW)))
     return warns.group_by("proc", maintain_order=True).first()
 
 
@@ -312,7 +313,7 @@ def _first_not_victim(firsts: pl.DataFrame) -> pl.DataFrame:
     if start is None:  # (no time to measure the minute by)
         return firsts
     indexed = firsts.with_row_index("_i")
-    soon = pl.col("ts_full").is_not_null() & (pl.col("ts_full") <= start + _VICTIM_WINDOW)
+    soon = pl.col("ts_full").is_not_null() & (pl.col("ts_full") <= shifted(start, _VICTIM_WINDOW))
     found = indexed.filter(~pl.col("_victim") & soon)
     if found.height == 0:
         return firsts
