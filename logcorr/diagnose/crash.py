@@ -367,8 +367,9 @@ def _record(rows: pl.LazyFrame, root: dict[str, Any]) -> pl.DataFrame:
 
 
 # compiled at import: the `regex` package compiles in Python, and a signal that arrives inside
-# one of its finalizers mid-analysis could not unwind cleanly
-_SGLANG_STAMP = regex.compile(r"\[(?:\d{4}-\d\d-\d\d )?\d\d:\d\d:\d\d[^\]]*\] ")
+# one of its finalizers mid-analysis could not unwind cleanly. (The prefix after the time is
+# bounded, so that a line of many `[10:00:00` without `] ` is searched in linear time.)
+_SGLANG_STAMP = regex.compile(r"\[(?:\d{4}-\d\d-\d\d )?\d\d:\d\d:\d\d[^\]]{0,200}\] ")
 
 
 def _exception_text(record: pl.DataFrame, root: dict[str, Any]) -> str:
