@@ -22,7 +22,7 @@ from typing import Any
 
 import regex
 
-from logcorr.errors import ConfigError
+from logcorr.errors import ConfigError, quoted
 from logcorr.versions import DEFAULT_VERSION, SglangVersion, parse_version
 
 # The most scheduler processes a layout logcorr builds may have (replicas x tp x pp); a wider
@@ -143,18 +143,13 @@ def range_problem(name: str, value: int, text: str | None = None) -> str:
     'base_gpu_id must be at most 2,147,483,647, the largest GPU id (a CUDA device index is a C int); got 2147483648'
     """
     lowest, highest = INT_RANGES[name]
-    shown = _shorten(str(value) if text is None else text)
+    shown = quoted(value if text is None else text)
     if value < lowest:
         return (f"{name} must be at least 1, got {shown}" if lowest == 1
                 else f"{name} must be non-negative, got {shown}")
     what = ("the largest GPU id (a CUDA device index is a C int)" if highest == MAX_GPU_ID
             else f"the most scheduler processes logcorr builds a layout of ({MAX_PROCESSES:,})")
     return f"{name} must be at most {highest:,}, {what}; got {shown}"
-
-
-def _shorten(text: str, keep: int = 24) -> str:
-    """A value as a message shows it: a long one cut, with its length."""
-    return text if len(text) <= keep else f"{text[:keep]}... ({len(text):,} characters)"
 
 
 def config_from_fields(
@@ -203,8 +198,7 @@ def _as_int(value: Any, name: str, source: str) -> int:
     """A whole number from JSON, a command line or a repr; anything else is a ConfigError.
     (Its range is LaunchConfig's to check; a run of digits too long to be in any range is
     refused here, before Python's int() refuses it with a ValueError.)"""
-    problem = ConfigError(f"{source}: {name} must be a whole number, got "
-                          f"{_shorten(repr(value))}")
+    problem = ConfigError(f"{source}: {name} must be a whole number, got {quoted(value)}")
     if isinstance(value, bool) or not isinstance(value, (int, str, float)):
         raise problem
     if isinstance(value, int):
@@ -225,7 +219,7 @@ def _as_float(value: Any, name: str, source: str) -> float:
     try:
         return float(value)
     except (TypeError, ValueError):
-        raise ConfigError(f"{source}: {name} must be a number of seconds, got {value!r}") from None
+        raise ConfigError(f"{source}: {name} must be a number of seconds, got {quoted(value)}") from None
 
 
 def _as_bool(value: Any, name: str, source: str) -> bool:
@@ -236,7 +230,7 @@ def _as_bool(value: Any, name: str, source: str) -> bool:
         return True
     if text in ("false", "0", "no", "none", ""):
         return False
-    raise ConfigError(f"{source}: {name} must be true or false, got {value!r}")
+    raise ConfigError(f"{source}: {name} must be true or false, got {quoted(value)}")
 
 
 # --------------------------------------------------------------------------- launch commands
@@ -268,7 +262,8 @@ def fields_from_command(tokens: list[str]) -> dict[str, Any]:
                 values[name] = tokens[index]
                 index += 1
             else:
-                raise ConfigError(f"launch command: {flag} needs a value (e.g. {flag} 8)")
+                raise ConfigError(f"launch command: {quoted(flag)} needs a value (e.g. "
+                                  f"{flag[:40]} 8)")
     return values
 
 

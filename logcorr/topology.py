@@ -24,7 +24,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from logcorr.config import MAX_GPU_ID, MAX_PROCESSES, LaunchConfig
-from logcorr.errors import ConfigError
+from logcorr.errors import ConfigError, quoted
 
 # --moe-a2a-backend values: the all-to-all backends force ep_size = tp_size; the others don't.
 A2A_EP_SPANNING_BACKENDS = frozenset({
@@ -267,7 +267,7 @@ def _basic_problems(config: LaunchConfig) -> Iterator[str]:
                f"(nnodes={config.nnodes}); fix --node-rank or --nnodes")
     backend = (config.moe_a2a_backend or "none").lower()
     if backend not in A2A_EP_SPANNING_BACKENDS | A2A_NON_SPANNING_BACKENDS:
-        yield (f"unknown moe_a2a_backend {config.moe_a2a_backend!r}; SGLang accepts "
+        yield (f"unknown moe_a2a_backend {quoted(config.moe_a2a_backend)}; SGLang accepts "
                f"{', '.join(sorted(A2A_EP_SPANNING_BACKENDS | A2A_NON_SPANNING_BACKENDS))}")
     version = config.sglang_version
     if not version.has_attn_cp_and_moe_dp and (config.attn_cp_size > 1 or config.moe_dp_size > 1):

@@ -191,6 +191,20 @@ class TestLaunchValuesOutOfRange:
                    for f in found), found
         assert {r["gpu_id"] for r in rows} <= set(range(16)) | {None}
 
+    @pytest.mark.parametrize("values", [
+        {"tp_size": 8, "enable_dp_attention": "x" * 100_000},
+        {"tp_size": 8, "watchdog_timeout": "x" * 100_000},
+        {"tp_size": 8, "sglang_version": "0" * 100_000},
+        {"tp_size": 8, "moe_a2a_backend": "x" * 100_000},
+        {"tp_size": "x" * 100_000},
+    ], ids=["flag", "timeout", "version", "backend", "size"])
+    def test_long_value_is_shown_cut(self, tmp_path: Path, values: dict[str, object]) -> None:
+        """A value of 100,000 characters is named in a short line, not printed whole."""
+        config = tmp_path / "args.json"
+        config.write_text(json.dumps(values))
+        code, _, err = run_cli(["topology", "--config", str(config)])
+        assert code == 2 and len(err.splitlines()) == 1 and len(err) < 500, err[:600]
+
     def test_too_many_processes_refused_before_reading(self) -> None:
         """More than MAX_PROCESSES processes (here 131,072, and a billion nodes, which once
         hung `--no-validate` in a loop over nodes) is refused before a log line is read."""
