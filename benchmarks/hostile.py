@@ -360,7 +360,11 @@ def incident_case(rng: random.Random, folder: Path) -> Case:
             target.write_bytes(data)
             files[str(path.relative_to(fixture / "logs")).encode()] = ("text", expected_lines(data))
     config = fixture / "args.json"
-    extra = ("--config", str(config)) if config.exists() and rng.random() < 0.7 else ()
+    extra = ["--config", str(config)] if config.exists() and rng.random() < 0.7 else []
+    if rng.random() < 0.3:  # the pictures' passes over the times too
+        extra += ["--html", str(folder.parent / "report.html")]
+    if rng.random() < 0.3:
+        extra += ["--report", str(folder.parent / "report.json")]
     return _analyze(folder, files, *extra)
 
 
