@@ -262,6 +262,7 @@ def analyze(
     much text is worked on at once.
     """
     report = progress or (lambda stage, done, total: None)
+    given = _given_topology(config, sglang_version, validate)  # (a bad one: before any line)
     report("reading", 0, 1)
     skipped: list[Skipped] = []
     sources, warnings = discover(paths, skipped)
@@ -274,7 +275,7 @@ def analyze(
                             max(1, chunk), MAX_ROWS)
         survey = _survey(logs, total, warnings, report)
         declared, notes = _server_args_lines([survey["server_args"]], sources, sglang_version)
-        topology, topology_source = _topology(config, declared, sglang_version, validate, notes)
+        topology, topology_source = _topology(given, declared, validate, notes)
         file_nodes = _file_nodes(declared, topology, notes)
         keys = pl.DataFrame(survey["keys"])
         attribution = resolve_keys(keys, topology, file_nodes)
@@ -527,15 +528,24 @@ def _note(kind: str, detail: str, file_id: int | None = None, line: int | None =
     return {"kind": kind, "count": 1, "detail": detail, "file_id": file_id, "line": line}
 
 
-def _topology(config: str | Path | LaunchConfig | None, declared: list[_Declared],
-              version: str | None, validate: bool, notes: list[dict[str, object]]
-              ) -> tuple[Topology | None, str | None]:
-    """The topology from --config (a bad one is an input error), else from the first
-    server_args line in the logs (a bad one is a contradiction; analysis goes on without)."""
-    if config is not None:
-        launch = config if isinstance(config, LaunchConfig) else load_config(
-            config, sglang_version=version, validate=validate)
-        ours = asdict(sizes_of(launch))
+def _given_topology(config: str | Path | LaunchConfig | None, version: str | None,
+                    validate: bool) -> tuple[Topology, str] | None:
+    """The topology of --config and where it came from; a bad config (or one past the
+    sizes logcorr builds) is an input error, raised before anything else is read or built."""
+    if config is None:
+        return None
+    launch = config if isinstance(config, LaunchConfig) else load_config(
+        config, sglang_version=version, validate=validate)
+    source = launch.source if isinstance(config, LaunchConfig) else f"--config {config}"
+    return build_topology(launch, validate=validate), source
+
+
+def _topology(given: tuple[Topology, str] | None, declared: list[_Declared], validate: bool,
+              notes: list[dict[str, object]]) -> tuple[Topology | None, str | None]:
+    """The topology from --config (`given`), else from the first server_args line in the
+    logs (a bad one is a contradiction; analysis goes on without)."""
+    if given is not None:
+        ours = asdict(given[0].sizes)
         for found in declared:
             theirs = asdict(sizes_of(found.config))
             differs = [k for k in ours if ours[k] != theirs[k]]
@@ -544,8 +554,7 @@ def _topology(config: str | Path | LaunchConfig | None, declared: list[_Declared
                     f"the server_args line in {found.where} gives "
                     + ", ".join(f"{k} {theirs[k]}" for k in differs) + " but the config gives "
                     + ", ".join(f"{k} {ours[k]}" for k in differs)), found.file_id, found.line))
-        source = launch.source if isinstance(config, LaunchConfig) else f"--config {config}"
-        return build_topology(launch, validate=validate), source
+        return given
     if not declared:
         return None, None
     first = declared[0]

@@ -22,8 +22,14 @@ from typing import Any
 
 import regex
 
-from logcorr.errors import ConfigError
+from logcorr.errors import ConfigError, quoted
 from logcorr.versions import DEFAULT_VERSION, SglangVersion, parse_version
+
+# The most scheduler processes a layout logcorr builds may have (replicas x tp x pp); a wider
+# one is refused before anything is built (docs/config.md).
+MAX_PROCESSES = 65536
+# The largest GPU id: a CUDA device index is a C int.
+MAX_GPU_ID = 2**31 - 1
 
 # ServerArgs fields that shape the topology, with their types and SGLang's defaults.
 _INT_FIELDS: dict[str, int] = {
@@ -45,6 +51,16 @@ _BOOL_FIELDS = ("enable_dp_attention", "enable_ep_moe", "enable_deepep_moe", "en
                 "enable_waterfill")
 _STR_FIELDS = ("moe_a2a_backend", "device", "dist_init_addr", "deepep_v2_mode")
 _OPTIONAL_INT_FIELDS = ("node_rank", "moe_dense_tp_size")
+# The values each whole-number field may take. SGLang refuses widths below 1, a negative
+# base_gpu_id and a gpu_id_step below 1 (validation_hook.py `check_server_args`); no width and
+# no node can exceed the process count of a layout logcorr builds, and a GPU id is a C int.
+INT_RANGES: dict[str, tuple[int, int]] = {
+    **{name: (1, MAX_PROCESSES) for name in _INT_FIELDS},
+    "node_rank": (0, MAX_PROCESSES - 1),
+    "moe_dense_tp_size": (1, MAX_PROCESSES),
+    "base_gpu_id": (0, MAX_GPU_ID),
+    "gpu_id_step": (1, MAX_GPU_ID),
+}
 _FLOAT_FIELDS = ("watchdog_timeout", "dist_timeout")
 
 # Command-line spellings (SGLang's primary flag is the field name with dashes; these are its
@@ -106,9 +122,34 @@ class LaunchConfig:
     sglang_version: SglangVersion = field(default_factory=lambda: DEFAULT_VERSION)
     source: str = "defaults"  # where the values came from, for messages
 
+    def __post_init__(self) -> None:
+        """No LaunchConfig holds a value outside INT_RANGES, however it was made: what is
+        built from one (rank arithmetic, the process table's 32-bit columns) never sees one."""
+        for name, (lowest, highest) in INT_RANGES.items():
+            value = getattr(self, name)
+            if value is not None and not lowest <= value <= highest:
+                raise ConfigError(f"{self.source}: {range_problem(name, value)}")
+
     @property
     def is_npu(self) -> bool:
         return (self.device or "").lower() == "npu"
+
+
+def range_problem(name: str, value: int, text: str | None = None) -> str:
+    """Why `value` (written `text`) cannot be launch field `name`, and what it may be: one
+    rule for every spelling of the launch args.
+
+    >>> range_problem("base_gpu_id", 2**31)
+    'base_gpu_id must be at most 2,147,483,647, the largest GPU id (a CUDA device index is a C int); got 2147483648'
+    """
+    lowest, highest = INT_RANGES[name]
+    shown = quoted(value if text is None else text)
+    if value < lowest:
+        return (f"{name} must be at least 1, got {shown}" if lowest == 1
+                else f"{name} must be non-negative, got {shown}")
+    what = ("the largest GPU id (a CUDA device index is a C int)" if highest == MAX_GPU_ID
+            else f"the most scheduler processes logcorr builds a layout of ({MAX_PROCESSES:,})")
+    return f"{name} must be at most {highest:,}, {what}; got {shown}"
 
 
 def config_from_fields(
@@ -154,12 +195,17 @@ def _with_dwdp(kwargs: dict[str, Any], version: SglangVersion) -> dict[str, Any]
 
 
 def _as_int(value: Any, name: str, source: str) -> int:
-    """A whole number from JSON, a command line or a repr; anything else is a ConfigError."""
-    problem = ConfigError(f"{source}: {name} must be a whole number, got {value!r}")
+    """A whole number from JSON, a command line or a repr; anything else is a ConfigError.
+    (Its range is LaunchConfig's to check; a run of digits too long to be in any range is
+    refused here, before Python's int() refuses it with a ValueError.)"""
+    problem = ConfigError(f"{source}: {name} must be a whole number, got {quoted(value)}")
     if isinstance(value, bool) or not isinstance(value, (int, str, float)):
         raise problem
     if isinstance(value, int):
         return value
+    if isinstance(value, str) and len(value) > _LONGEST_NUMBER and _DIGITS.fullmatch(value):
+        past = -(10**_LONGEST_NUMBER) if value.strip().startswith("-") else 10**_LONGEST_NUMBER
+        raise ConfigError(f"{source}: {range_problem(name, past, value.strip())}")
     try:
         number = float(value)
     except ValueError:
@@ -173,7 +219,7 @@ def _as_float(value: Any, name: str, source: str) -> float:
     try:
         return float(value)
     except (TypeError, ValueError):
-        raise ConfigError(f"{source}: {name} must be a number of seconds, got {value!r}") from None
+        raise ConfigError(f"{source}: {name} must be a number of seconds, got {quoted(value)}") from None
 
 
 def _as_bool(value: Any, name: str, source: str) -> bool:
@@ -184,7 +230,7 @@ def _as_bool(value: Any, name: str, source: str) -> bool:
         return True
     if text in ("false", "0", "no", "none", ""):
         return False
-    raise ConfigError(f"{source}: {name} must be true or false, got {value!r}")
+    raise ConfigError(f"{source}: {name} must be true or false, got {quoted(value)}")
 
 
 # --------------------------------------------------------------------------- launch commands
@@ -216,7 +262,8 @@ def fields_from_command(tokens: list[str]) -> dict[str, Any]:
                 values[name] = tokens[index]
                 index += 1
             else:
-                raise ConfigError(f"launch command: {flag} needs a value (e.g. {flag} 8)")
+                raise ConfigError(f"launch command: {quoted(flag)} needs a value (e.g. "
+                                  f"{flag[:40]} 8)")
     return values
 
 
@@ -234,15 +281,22 @@ def split_command(text: str) -> list[str]:
 _CONTINUATION = regex.compile(r"\\\r?\n")  # a shell line continuation
 _ENUM = regex.compile(r"<[\w.]+:\s*'([^']*)'>")
 _SERVER_ARGS = regex.compile(r"server_args=(?:ServerArgs\(|\{)")
-# One field of the repr: `name=value` (dataclass) or `'name': value` (dict). The value is read
-# up to the next top-level separator; strings, brackets and enum reprs are skipped over whole.
-_FIELD = regex.compile(
-    r"""(?:(?<=[(,{]\s*)|^)(?:'(?P<key>\w+)'\s*:\s*|(?P<key>\w+)=)
-        (?P<value>'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*"|<[^<>]*>|
-           (?P<br>[\[{(](?:[^\[\]{}()'"]|'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*"|(?&br))*[\]})])|
-           [^,)}]*)""",
-    regex.VERBOSE,
+# The repr is read in one pass over its tokens (strings, brackets, separators), so reading a
+# line takes time linear in its length whatever it holds: a string left open by a cut runs to
+# the end of the line, a field's value is the text up to the next separator at the top, and
+# the `[` of a colour sequence (`\x1b[0m`) opens nothing. SGLang's line has a few thousand
+# tokens (about 500 fields, a few lists); a line of more than MAX_REPR_TOKENS is refused
+# rather than read, which bounds the time one line can take (about 0.1 s a line).
+MAX_REPR_TOKENS = 100_000
+_KEY = r"""(?:(?P<key>\w++)=|'(?P<key>\w++)'\s*+:|"(?P<key>\w++)"\s*+:)"""
+_FIRST_KEY = regex.compile(r"\s*+" + _KEY)
+_REPR_TOKEN = regex.compile(
+    r"""'(?:[^'\\]++|\\.?)*+(?:'|\Z)|"(?:[^"\\]++|\\.?)*+(?:"|\Z)|[({)\]}]|(?<!\x1b)\["""
+    r"|,\s*+(?:" + _KEY + ")?",
+    regex.DOTALL,
 )
+_WANTED = frozenset((*_INT_FIELDS, *_OPTIONAL_INT_FIELDS, *_BOOL_FIELDS, *_STR_FIELDS,
+                     *_FLOAT_FIELDS))
 
 
 def fields_from_server_args_line(line: str) -> dict[str, Any]:
@@ -256,26 +310,58 @@ def fields_from_server_args_line(line: str) -> dict[str, Any]:
     found = _SERVER_ARGS.search(line)
     if found is None:
         raise ConfigError("no server_args= line found")
-    wanted = set(_INT_FIELDS) | set(_OPTIONAL_INT_FIELDS) | set(_BOOL_FIELDS)
-    wanted |= set(_STR_FIELDS) | set(_FLOAT_FIELDS)
-    values: dict[str, Any] = {}
-    for match in _FIELD.finditer(line, found.end()):
-        key = match.group("key")
-        if key in wanted and key not in values:
-            values[key] = _python_literal(match.group("value").strip())
-    closing = ")" if found.group().endswith("(") else "}"
+    texts, closed_by = _top_level_fields(line, found.end())
+    values = {name: _python_literal(text.strip()) for name, text in texts.items()}
     missing = [name for name in _LAYOUT_FIELDS if name not in values]
-    if missing and not _ANSI_TAIL.sub("", line).rstrip().endswith(closing):
+    if missing and closed_by != (")" if found.group().endswith("(") else "}"):
         raise ConfigError(f"the server_args line is cut off before {', '.join(missing)} (SGLang "
                           "prints every field, so the rest would only be guessed as defaults); "
                           "pass the launch args with --config")
     return values
 
 
+def _top_level_fields(line: str, start: int) -> tuple[dict[str, str], str]:
+    """The wanted fields at the top level of the repr that opens just before `start` (name ->
+    the text of its first value), and the bracket that closes the repr ("" when the line ends
+    first: it was cut off). Brackets nest whatever their kind, as in the reprs SGLang prints;
+    a `]` at the top level is text.
+
+    >>> _top_level_fields("tp_size=2, cuda_graph_bs=[1, 2], pp_size=(1, 'x)'), dp_size=4", 0)
+    ({'tp_size': '2', 'pp_size': "(1, 'x)')", 'dp_size': '4'}, '')
+    """
+    texts: dict[str, str] = {}
+    first = _FIRST_KEY.match(line, start)
+    name, begin = (first.group("key"), first.end()) if first else (None, start)
+    depth = 0
+    for count, token in enumerate(_REPR_TOKEN.finditer(line, begin)):
+        if count == MAX_REPR_TOKENS:
+            raise ConfigError(f"the server_args line holds more than {MAX_REPR_TOKENS:,} "
+                              "strings, brackets and commas, far more than SGLang prints; "
+                              "pass the launch args with --config")
+        char = line[token.start()]
+        if char in "([{":
+            depth += 1
+        elif char in ")}]":
+            if depth:
+                depth -= 1
+            elif char != "]":
+                _keep(texts, name, line, begin, token.start())
+                return texts, char
+        elif char == "," and not depth:
+            _keep(texts, name, line, begin, token.start())
+            name, begin = token.group("key"), token.end()
+    _keep(texts, name, line, begin, len(line))
+    return texts, ""
+
+
+def _keep(texts: dict[str, str], name: str | None, line: str, begin: int, end: int) -> None:
+    if name in _WANTED and name not in texts:
+        texts[name] = line[begin:end]
+
+
 # A cut-off server_args line (a terminal or viewer cut it: `… quantiza>`) is read only when it
 # still holds these; the fields after a cut are unknown, not SGLang's defaults.
 _LAYOUT_FIELDS = ("tp_size", "pp_size", "dp_size", "nnodes", "ep_size", "enable_dp_attention")
-_ANSI_TAIL = regex.compile(r"(?:\x1b\[[0-9;]*m)+\s*$")
 
 
 def _python_literal(text: str) -> Any:
@@ -289,6 +375,8 @@ def _python_literal(text: str) -> Any:
     enum_value = _ENUM.fullmatch(text)
     if enum_value:
         return enum_value.group(1)
+    if len(text) > _LONGEST_NUMBER:  # (no launch value: _as_int names the field)
+        return text
     try:
         return int(text)
     except ValueError:
@@ -351,7 +439,7 @@ def config_from_text(
 
 def _json_values(text: str, source: str) -> dict[str, Any]:
     try:
-        data = json.loads(text)
+        data = json.loads(text, parse_int=_json_int)
     except RecursionError:
         raise ConfigError(f"{source}: JSON nested too deeply to be launch args") from None
     except json.JSONDecodeError as error:
@@ -368,6 +456,17 @@ def _json_values(text: str, source: str) -> dict[str, Any]:
     if isinstance(nested, dict):
         return {**nested, **{k: v for k, v in data.items() if k == "sglang_version"}}
     return data
+
+
+def _json_int(digits: str) -> int | str:
+    """A JSON integer; one too long to be any launch value stays text, for _as_int to refuse
+    by name (Python's int() refuses more than 4,300 digits with a ValueError)."""
+    return int(digits) if len(digits) <= _LONGEST_NUMBER else digits
+
+
+# Digits enough for any launch value and then some; a longer number is out of every range.
+_LONGEST_NUMBER = 40
+_DIGITS = regex.compile(r"\s*+[+-]?+\d++\s*+")
 
 
 def _first_server_args_line(text: str) -> str:

@@ -21,3 +21,14 @@ class InputError(LogcorrError):
 
 class FixtureError(LogcorrError):
     """A regression fixture folder is malformed."""
+
+
+def quoted(value: object, keep: int = 40) -> str:
+    """A value as a message shows it: its repr, cut when long (a message is one line, and a
+    value from a log or a config can be megabytes).
+
+    >>> print(quoted("x" * 100))
+    'xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx... (102 characters)
+    """
+    text = repr(value)
+    return text if len(text) <= keep else f"{text[:keep - 1]}... ({len(text):,} characters)"

@@ -33,8 +33,12 @@ from logcorr.digest import Digest
 
 THREADS = {"log": 1, "startup": 2, "NCCL init": 3, "collective wait": 4}
 INSTANT_KINDS = ("evidence", "watchdog", "error", "pyspy", "warning")
-_COMM = regex.compile(r"\bcomm (0x[0-9a-fA-F]+)(?: rank (\d+) nranks (\d+))?.*?"
-                      r"(?:commId (0x[0-9a-fA-F]+))?.*?Init (START|COMPLETE)")
+# `comm 0x… rank R nranks N … Init START|COMPLETE`: the communicator (its id when `commId`
+# follows its rank at once), then the first Init after it, searched apart so that a line of
+# many `comm 0x…` without an Init is read in linear time
+_COMM = regex.compile(r"\bcomm (0x[0-9a-fA-F]+)(?: rank (\d+) nranks (\d+))?"
+                      r"(?:commId (0x[0-9a-fA-F]+))?")
+_INIT = regex.compile(r"Init (START|COMPLETE)")
 _RAN_FOR = regex.compile(r"ran for (\d+) milliseconds before timing out")
 _WORK = regex.compile(r"SeqNum=(\d+), OpType=(\w+)")
 NAME_CHARS = 80
@@ -172,9 +176,9 @@ def _slices(row: int, rows: pl.DataFrame, end: int, rel: Any) -> Iterator[dict[s
                     "begin": at, "end": where}}))
             if any(s in text for s in begins) and name not in open_phases:
                 open_phases[name] = (t, where)
-        match = _COMM.search(text)
+        match = _comm_init(text)
         if match is not None:
-            comm, rank, nranks, comm_id, phase = match.groups()
+            comm, rank, nranks, comm_id, phase = match
             if phase == "START":
                 label = f"NCCL init {comm_id or comm}" + (f" rank {rank}/{nranks}" if rank
                                                            else "")
@@ -205,6 +209,20 @@ def _slices(row: int, rows: pl.DataFrame, end: int, rel: Any) -> Iterator[dict[s
         tid = _lane(lanes.setdefault(thread, []), start, stop) * 10 + THREADS[thread]
         yield {**event, "ph": "X", "ts": rel(start), "dur": max(0, stop - start),
                "pid": row + 1, "tid": tid}
+
+
+def _comm_init(text: str) -> tuple[str, str | None, str | None, str | None, str] | None:
+    """(comm, rank, nranks, commId, START|COMPLETE) of an NCCL communicator init line.
+
+    >>> _comm_init("NCCL INFO comm 0x5581 rank 0 nranks 4 cudaDev 0 busId 1a000 commId 0xf2 "
+    ...            "- Init START")
+    ('0x5581', '0', '4', None, 'START')
+    """
+    comm = _COMM.search(text)
+    init = _INIT.search(text, comm.end()) if comm is not None else None
+    if comm is None or init is None:
+        return None
+    return comm.group(1), comm.group(2), comm.group(3), comm.group(4), init.group(1)
 
 
 def _lane(lanes: list[list[tuple[int, int]]], start: int, stop: int) -> int:

@@ -23,8 +23,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
-from logcorr.config import LaunchConfig
-from logcorr.errors import ConfigError
+from logcorr.config import MAX_GPU_ID, MAX_PROCESSES, LaunchConfig
+from logcorr.errors import ConfigError, quoted
 
 # --moe-a2a-backend values: the all-to-all backends force ep_size = tp_size; the others don't.
 A2A_EP_SPANNING_BACKENDS = frozenset({
@@ -239,16 +239,25 @@ def _problems(config: LaunchConfig) -> Iterator[str]:
 
 
 def _size_problems(config: LaunchConfig) -> Iterator[str]:
-    for name in ("tp_size", "pp_size", "dp_size", "attn_dp_size", "ep_size", "attn_cp_size",
-                 "moe_dp_size", "dcp_size", "nnodes", "gpu_id_step", "dwdp_size"):
-        if getattr(config, name) < 1:
-            yield f"{name} must be at least 1, got {getattr(config, name)}"
-    if config.base_gpu_id < 0:
-        yield f"base_gpu_id must be non-negative, got {config.base_gpu_id}"
-    total = config.tp_size * config.pp_size * max(config.dp_size, 1)
-    if total > MAX_PROCESSES:
-        yield (f"tp_size x pp_size x dp_size = {total} scheduler processes is more than "
-               f"logcorr lists ({MAX_PROCESSES}); check the sizes")
+    """A layout too large to build: more than MAX_PROCESSES processes, or GPU ids past a C
+    int. (Each field's own range is LaunchConfig's: every width is at least 1 here.) Checked
+    before anything is built, with or without SGLang's rules.
+
+    >>> from logcorr.config import LaunchConfig
+    >>> list(_size_problems(LaunchConfig(tp_size=512, pp_size=256)))
+    ['replicas x tp_size x pp_size = 1 x 512 x 256 = 131,072 scheduler processes, more than the 65,536 logcorr builds a layout of; check the sizes']
+    """
+    sizes = sizes_of(config)
+    processes = sizes.replicas * sizes.world
+    if processes > MAX_PROCESSES:
+        yield (f"replicas x tp_size x pp_size = {sizes.replicas} x {sizes.tp} x {sizes.pp} = "
+               f"{processes:,} scheduler processes, more than the {MAX_PROCESSES:,} logcorr "
+               "builds a layout of; check the sizes")
+    # (no GPU id of the layout exceeds base_gpu_id + processes x gpu_id_step: see node_slots)
+    elif config.base_gpu_id + processes * config.gpu_id_step > MAX_GPU_ID + 1:
+        yield (f"base_gpu_id {config.base_gpu_id} + {processes:,} processes x gpu_id_step "
+               f"{config.gpu_id_step} runs past the largest GPU id ({MAX_GPU_ID:,}, a CUDA "
+               "device index is a C int); check base_gpu_id and gpu_id_step")
 
 
 def _basic_problems(config: LaunchConfig) -> Iterator[str]:
@@ -258,7 +267,7 @@ def _basic_problems(config: LaunchConfig) -> Iterator[str]:
                f"(nnodes={config.nnodes}); fix --node-rank or --nnodes")
     backend = (config.moe_a2a_backend or "none").lower()
     if backend not in A2A_EP_SPANNING_BACKENDS | A2A_NON_SPANNING_BACKENDS:
-        yield (f"unknown moe_a2a_backend {config.moe_a2a_backend!r}; SGLang accepts "
+        yield (f"unknown moe_a2a_backend {quoted(config.moe_a2a_backend)}; SGLang accepts "
                f"{', '.join(sorted(A2A_EP_SPANNING_BACKENDS | A2A_NON_SPANNING_BACKENDS))}")
     version = config.sglang_version
     if not version.has_attn_cp_and_moe_dp and (config.attn_cp_size > 1 or config.moe_dp_size > 1):
@@ -435,9 +444,6 @@ def _placement_problems(config: LaunchConfig, sizes: Sizes) -> Iterator[str]:
 
 
 # --------------------------------------------------------------------------- processes
-
-
-MAX_PROCESSES = 65536
 
 
 def build_topology(config: LaunchConfig, *, validate: bool = True) -> Topology:

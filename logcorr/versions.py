@@ -10,12 +10,13 @@ from dataclasses import dataclass
 
 import regex
 
-from logcorr.errors import ConfigError
+from logcorr.errors import ConfigError, quoted
 
 # Oldest and newest releases whose behaviour logcorr encodes.
 OLDEST = (0, 1, 18)
 NEWEST = (0, 5, 23)
 
+_LONGEST_VERSION = 40
 _VERSION = regex.compile(r"v?(\d+)\.(\d+)(?:\.(\d+))?(?:[.\-+]?(?:post|rc|dev)\d*)*")
 
 
@@ -148,9 +149,10 @@ def parse_version(text: str) -> SglangVersion:
     >>> parse_version("0.5.10.post1")
     SglangVersion(major=0, minor=5, patch=10)
     """
-    match = _VERSION.fullmatch(text.strip())
+    # (a version is short: a longer text is not read, so no text costs more than that)
+    match = _VERSION.fullmatch(text.strip()) if len(text) <= _LONGEST_VERSION else None
     if match is None:
-        raise ConfigError(f"unknown SGLang version {text!r}; give it as X.Y.Z, e.g. 0.5.23")
+        raise ConfigError(f"unknown SGLang version {quoted(text)}; give it as X.Y.Z, e.g. 0.5.23")
     numbers = (int(match.group(1)), int(match.group(2)), int(match.group(3) or 0))
     if not OLDEST <= numbers <= NEWEST:
         raise ConfigError(

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 import polars as pl
@@ -430,6 +430,24 @@ def _rejoin_wrapped(events: pl.DataFrame) -> pl.DataFrame:
 
 def _contains_any(stems: Iterable[str]) -> pl.Expr:
     return pl.any_horizontal(pl.col("text").str.contains(s, literal=True) for s in stems)
+
+
+def shifted(when: datetime, by: timedelta) -> datetime:
+    """`when + by`, held at the calendar's first or last instant rather than past it: a rule's
+    window around a record stamped in the first minutes of year 1 (or the last of 9999) ends
+    at the calendar's edge. (A window polars computes, on 64-bit microseconds, cannot
+    overflow: only Python's datetime arithmetic needs this.)
+
+    >>> shifted(datetime(1, 1, 1, 0, 0, 30), timedelta(minutes=-10))
+    datetime.datetime(1, 1, 1, 0, 0)
+    >>> shifted(datetime(9999, 12, 31, 23, 59, 50), timedelta(seconds=60)).isoformat()
+    '9999-12-31T23:59:59.999999'
+    """
+    try:
+        return when + by
+    except OverflowError:
+        edge = datetime.min if by < timedelta(0) else datetime.max
+        return edge.replace(tzinfo=when.tzinfo)
 
 
 def _iso(value: datetime | None) -> str | None:

@@ -40,6 +40,7 @@ from logcorr.diagnose.context import (
     _span,
     _unnamed,
     lines_in,
+    shifted,
 )
 from logcorr.diagnose.identity import name_rows
 from logcorr.diagnose.ranges import ranges, world_ranks
@@ -216,7 +217,7 @@ def _nccl_warnings_before(ctx: Context, root: dict[str, Any]) -> pl.DataFrame:
                               & (pl.col("order") < root["order"]))
     if root["ts_full"] is not None:
         warns = warns.filter(pl.col("ts_full").is_null()
-                             | (pl.col("ts_full") >= root["ts_full"] - _WARN_WINDOW))
+                             | (pl.col("ts_full") >= shifted(root["ts_full"], -_WARN_WINDOW)))
     return warns.group_by("proc", maintain_order=True).first()
 
 
@@ -291,7 +292,7 @@ def _first_not_victim(firsts: pl.DataFrame) -> pl.DataFrame:
     if start is None:  # (no time to measure the minute by)
         return firsts
     indexed = firsts.with_row_index("_i")
-    soon = pl.col("ts_full").is_not_null() & (pl.col("ts_full") <= start + _VICTIM_WINDOW)
+    soon = pl.col("ts_full").is_not_null() & (pl.col("ts_full") <= shifted(start, _VICTIM_WINDOW))
     found = indexed.filter(~pl.col("_victim") & soon)
     if found.height == 0:
         return firsts
@@ -363,8 +364,9 @@ def _unwrapped(record: pl.DataFrame, root: dict[str, Any]) -> str:
 
 
 # compiled at import: the `regex` package compiles in Python, and a signal that arrives inside
-# one of its finalizers mid-analysis could not unwind cleanly
-_SGLANG_STAMP = regex.compile(r"\[(?:\d{4}-\d\d-\d\d )?\d\d:\d\d:\d\d[^\]]*\] ")
+# one of its finalizers mid-analysis could not unwind cleanly. (The prefix after the time is
+# bounded, so that a line of many `[10:00:00` without `] ` is searched in linear time.)
+_SGLANG_STAMP = regex.compile(r"\[(?:\d{4}-\d\d-\d\d )?\d\d:\d\d:\d\d[^\]]{0,200}\] ")
 
 
 def _exception_text(record: pl.DataFrame, root: dict[str, Any]) -> str:

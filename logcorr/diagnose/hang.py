@@ -24,6 +24,7 @@ from logcorr.diagnose.context import (
     _person,
     _places,
     _short,
+    shifted,
     stack_groups,
     stack_tops,
 )
@@ -230,7 +231,7 @@ def _near(rows: pl.DataFrame, when: datetime | None) -> pl.DataFrame:
     """`rows` within ten minutes of `when` (none without a time)."""
     if when is None:
         return rows.clear()
-    return rows.filter(pl.col("ts_full").is_between(when - _NEAR, when + _NEAR))
+    return rows.filter(pl.col("ts_full").is_between(shifted(when, -_NEAR), shifted(when, _NEAR)))
 
 
 def _went_on(ctx: Context, when: datetime | None, replicas: int, world: int) -> set[int]:

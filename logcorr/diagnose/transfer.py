@@ -21,7 +21,9 @@ from logcorr.diagnose.context import (
     lines_in,
 )
 
-_PEER = regex.compile(r"connection with (prefill|decode) instance \(bootstrap_addr: ([^)]*)\)"
+# (an address holds no bracket: a line of many unclosed `(bootstrap_addr: ` is read in linear
+# time)
+_PEER = regex.compile(r"connection with (prefill|decode) instance \(bootstrap_addr: ([^()]*)\)"
                       r"(?:, (\d+) requests? affected)?")
 
 
