@@ -32,14 +32,13 @@ from logcorr.config import (
     with_overrides,
 )
 from logcorr.diagnose import (
-    PROGRESS_STEMS,
     Context,
     Finding,
     diagnose,
-    event_rows,
     merge_people,
     thin_events,
 )
+from logcorr.diagnose.context import ALL_STEMS, CHILD_DIED, GLOG_FATAL, PROGRESS_STEMS, WRAP_MIN
 from logcorr.errors import ConfigError
 from logcorr.ingest import Skipped, Source, discover
 from logcorr.model import COORDINATES, TIMELINE_SCHEMA
@@ -104,58 +103,19 @@ class Tally:
     # lines whose stamp gave no time, by reason; lines cut short at `parts.MAX_PARTS` parts
     notes: dict[str, int] = field(default_factory=dict)
 
-    def add(self, frame: pl.DataFrame, files_with_nodes: list[int]) -> None:
-        """Count one sorted chunk of the run frame (one batch of queries: they share the
-        scan of the chunk and its rows with a process, and run side by side)."""
-        self.lines += frame.height
-        needed = {"proc", "file_id", "line", "host", "pid", "ts_full", *COORDINATES,
-                  *SORT_COLUMNS}
-        lazy = frame.lazy()
-        known = lazy.select(c for c in frame.columns if c in needed).filter(
-            pl.col("proc").is_not_null())
-        progress = (pl.col("text").str.contains_any(PROGRESS_STEMS) & pl.col("proc").is_not_null()
-                    & pl.col("ts_full").is_not_null())
-        queries = [
-            *(lazy.group_by(column).len() for column in ("evidence", "why", "ts_note")),
-            lazy.select(pl.col("capped").fill_null(False).sum()),
-            known.select(pl.col("proc").unique()),
-            known.group_by("proc", "host", "pid").agg(
-                pl.len(), *(pl.col(c).first() for c in (*COORDINATES, *SORT_COLUMNS))),
-            known.filter(pl.col("ts_full").is_not_null()).group_by("proc").agg(
-                pl.col("ts_full").max(), *(pl.col(c).last() for c in SORT_COLUMNS)),
-            lazy.filter(progress).group_by("proc").agg(pl.col("ts_full").max()),
-        ]
-        if files_with_nodes:
-            queries.append(known.filter(pl.col("file_id").is_in(files_with_nodes))
-                           .group_by("file_id", "proc").agg(pl.len(), pl.col("line").min()))
-        evidence, why, notes, capped, procs, people, last, batches, *by_file = \
-            pl.collect_all(queries)
-        for counted, counts in ((evidence, self.evidence), (why, self.why),
-                                (notes, self.notes)):
-            for value, n in counted.iter_rows():
-                if value is not None:
-                    counts[value] = counts.get(value, 0) + n
-        cut = int(capped.item() or 0)
-        if cut:
-            key = f"lines cut at {_core.MAX_PARTS} parts"
-            self.notes[key] = self.notes.get(key, 0) + cut
-        self.procs.update(procs.get_column("proc").to_list())
-        self.file_procs += by_file
-        self.people.append(compact(people))
-        self.last.append(last)
-        if batches.height:
-            self.progress.append(batches)
-
-    def extend(self, other: Tally) -> None:
-        """Add the counts of the chunks after these."""
-        self.lines += other.lines
-        for mine, theirs in ((self.evidence, other.evidence), (self.why, other.why),
-                             (self.notes, other.notes)):
-            for value, n in theirs.items():
-                mine[value] = mine.get(value, 0) + n
-        self.procs |= other.procs
-        for name in ("file_procs", "people", "last", "events", "progress"):
-            getattr(self, name).extend(getattr(other, name))
+    @staticmethod
+    def of(counts: dict[str, Any]) -> Tally:
+        """The counts the core gathered in pass 2 (`LogSet.tally`)."""
+        tally = Tally(lines=int(counts["lines"]), evidence=dict(counts["evidence"]),
+                      why=dict(counts["why"]), notes=dict(counts["notes"]),
+                      procs=set(counts["procs"]))
+        if counts["capped"]:
+            tally.notes[f"lines cut at {_core.MAX_PARTS} parts"] = int(counts["capped"])
+        tally.people = [pl.DataFrame(counts["people"])]
+        tally.last = [pl.DataFrame(counts["last"])]
+        tally.progress = [pl.DataFrame(counts["progress"])]
+        tally.file_procs = [pl.DataFrame(counts["file_procs"])]
+        return tally
 
 
 @dataclass
@@ -282,7 +242,7 @@ def analyze(
         crowded = crowded_headers(_headers(survey["headers"], keys), attribution)
         _start_attribution(logs, survey, attribution, crowded, sources, file_nodes,
                            clock_offsets)
-        runs, tally = _attribute_pass(logs, total, warnings, workspace, list(file_nodes),
+        runs, tally = _attribute_pass(logs, total, warnings, workspace,
                                       piece_rows(len(sources)), report)
         contradictions = [*attribution.contradictions, *notes,
                           *_node_mismatches(tally, attribution, file_nodes)]
@@ -350,7 +310,8 @@ def _start_attribution(logs: Any, survey: dict[str, Any], attribution: Attributi
         coordinates, list(file_nodes.items()), [(s.file_id, s.display) for s in sources],
         survey["first_dated"], survey["median"], survey["wrap_default"],
         [(host, timedelta(seconds=seconds) // timedelta(microseconds=1))
-         for host, seconds in (clock_offsets or {}).items()])
+         for host, seconds in (clock_offsets or {}).items()],
+        (list(ALL_STEMS), CHILD_DIED, GLOG_FATAL, list(PROGRESS_STEMS), WRAP_MIN))
 
 
 def _micros(value: datetime) -> int:
@@ -358,18 +319,17 @@ def _micros(value: datetime) -> int:
 
 
 def _attribute_pass(logs: Any, total: int, warnings: list[str], workspace: Workspace,
-                    files_with_nodes: list[int], rows: int, report: Progress
-                    ) -> tuple[list[Run], Tally]:
+                    rows: int, report: Progress) -> tuple[list[Run], Tally]:
     """Pass 2: each chunk attributed by the core, sorted and written as a run (the next
     chunk of the same file extends it), its counts and event rows taken. A file's opening
     rows that have no time yet wait (stored like the chunks) for its first time."""
-    tally = Tally()
     runs: list[Run] = []
+    events: list[Piece] = []
     waiting: dict[int, _Pending] = {}
     done = 0
 
     def write(frame: pl.DataFrame) -> None:
-        _write(workspace, frame, runs, tally, files_with_nodes, rows)
+        _write(workspace, frame, runs, rows)
 
     report("attributing", 0, max(1, total))
     while (step := logs.attribute_step()) is not None:
@@ -385,12 +345,23 @@ def _attribute_pass(logs: Any, total: int, warnings: list[str], workspace: Works
             if file_id in waiting:
                 waiting.pop(file_id).write(key, write)
         write(frame)
+        events.append(_store_events(workspace, pl.DataFrame(logs.take_events())))
         done += read
         report("attributing", min(done, max(1, total)), max(1, total))
     if waiting:
         raise AssertionError("the core settles every waiting file")  # a bug, not the input's
     warnings += logs.take_warnings()
+    tally = Tally.of(logs.tally())
+    tally.events = events
     return [r for r in runs if r.rows], tally
+
+
+def _store_events(workspace: Workspace, events: pl.DataFrame) -> Piece:
+    """A chunk's event rows, stored like the chunks (their repeats cut first when most of
+    the chunk repeats itself)."""
+    if events.height > THIN_CHUNK_ROWS:
+        events = thin_events(events)
+    return workspace.write(compact(events), "events")
 
 
 class _Pending:
@@ -417,16 +388,10 @@ class _Pending:
         self.pieces = []
 
 
-def _write(workspace: Workspace, frame: pl.DataFrame, runs: list[Run], tally: Tally,
-           files_with_nodes: list[int], rows: int) -> None:
+def _write(workspace: Workspace, frame: pl.DataFrame, runs: list[Run], rows: int) -> None:
     if frame.height == 0:
         return
     frame = sorted_by_key(frame.with_columns(pl.col("_sk").fill_null(NO_TIME)))
-    tally.add(frame, files_with_nodes)
-    events = event_rows(frame)
-    if events.height > THIN_CHUNK_ROWS:  # (most of a chunk repeating itself: cut it here)
-        events = thin_events(events)
-    tally.events.append(workspace.write(compact(events), "events"))
     # (`msg`, the message under a wrapper, for the diagnosis's reading of records)
     stored = [c for c in TIMELINE_SCHEMA if c != "order"] + [*DETAIL_COLUMNS, "msg", "_sk"]
     write_run(workspace, frame.select(stored), runs, KEEP_ROWS, rows)

@@ -10,7 +10,7 @@ from pathlib import Path
 import polars as pl
 
 from logcorr.api import analyze
-from logcorr.diagnose import Context, Finding, diagnose, event_rows
+from logcorr.diagnose import Finding
 
 DAY = "2026-11-29"
 
@@ -419,19 +419,13 @@ class TestOneIncidentOneVerdict:
 # --------------------------------------------------------------------------- streams
 
 
-def test_a_finding_without_a_process_names_its_stream() -> None:
-    """Evidence rows that carry the wrapper stream they came through (Ray's `(WorkerDict
-    pid=859188)`) name it when no process can be named; without the column, nothing breaks."""
+def test_a_finding_without_a_process_names_its_stream(tmp_path: Path) -> None:
+    """A fatal line that came through a wrapper stream (Ray's `(WorkerDict pid=859188)`) and
+    that no line ties to a process names the stream; the same line without the wrapper names
+    none."""
     text = "terminate called after throwing an instance of 'c10::Error'"
-    frame = pl.DataFrame({"text": [text], "file_id": [0], "line": [1], "part": [0],
-                          "_sk": [1], "proc": [None], "comm_id": [None], "torch_rank": [None],
-                          "record": [1], "stream": ["(WorkerDict pid=859188)"]})
-    for with_stream in (True, False):
-        rows = event_rows(frame if with_stream else frame.drop("stream"))
-        context = Context(pl.LazyFrame(schema={"file_id": pl.UInt32, "record": pl.UInt32,
-                                               "proc": pl.UInt32, "line": pl.UInt32,
-                                               "part": pl.UInt16, "text": pl.String,
-                                               "msg": pl.String}),
-                          None, {0: "driver.log"}, {}, rows)
-        crash = next(f for f in diagnose(context, []) if f.kind == "crash")
-        assert ("in the stream (WorkerDict pid=859188)" in crash.summary) is with_stream
+    for wrapped in (True, False):
+        logs = tmp_path / ("ray" if wrapped else "plain")
+        write(logs, "driver.log", [f"(WorkerDict pid=859188) {text}" if wrapped else text])
+        crash = next(f for f in analyze([logs]).findings if f.kind == "crash")
+        assert ("in the stream WorkerDict pid=859188" in crash.summary) is wrapped, crash.summary

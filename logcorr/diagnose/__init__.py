@@ -43,7 +43,6 @@ from logcorr.diagnose.context import (
     TIMEOUT_STEMS,
     Context,
     Finding,
-    event_rows,
     lines_in,
     merge_people,
     thin_events,
@@ -62,7 +61,7 @@ from logcorr.diagnose.watchdog import watchdog_findings
 
 __all__ = ["ALL_STEMS", "CASCADE_STEMS", "CRASH_STEMS", "PROGRESS_STEMS", "SEVERITIES",
            "SGLANG_WATCHDOG_STEMS", "TIMEOUT_STEMS", "Context", "Finding", "clock_findings",
-           "crash_findings", "diagnose", "event_rows", "hang_findings", "init_findings",
+           "crash_findings", "diagnose", "hang_findings", "init_findings",
            "lines_in", "merge_people", "missing_findings", "stalled_findings", "thin_events",
            "transfer_findings", "unresponsive_findings", "watchdog_findings"]
 

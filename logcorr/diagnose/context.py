@@ -4,7 +4,7 @@ processes. No rule lives here."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -254,10 +254,10 @@ class Context:
         return [{"file": self.files.get(f, "?"), "line": int(n)} for f, n in places.iter_rows()]
 
 
-_ORDER = ["_sk", "file_id", "line", "part"]
-_LONGEST = max(len(s) for s in ALL_STEMS)
-_WRAP_MIN = 60  # (a line wrapped at a fixed column is at least this long)  # the timeline order (see logcorr.stream)
-_STEMS = "|".join(regex.escape(s) for s in ALL_STEMS)
+_ORDER = ["_sk", "file_id", "line", "part"]  # the timeline order (see logcorr.stream)
+# A line at least this long (bytes) may be the first half of a message hard-wrapped at a fixed
+# column: the core reads the seam of it and the next line for a stem cut in two.
+WRAP_MIN = 60
 _EVENT_SCHEMA: dict[str, pl.DataType] = {"_sk": pl.Int64(), "file_id": pl.UInt32(), "line": pl.UInt32(), "part": pl.UInt16(),
                  "text": pl.String(), "proc": pl.UInt32(), "role": pl.String(),
                  "ts_full": pl.Datetime("us"),
@@ -319,69 +319,6 @@ def thin_events(events: pl.DataFrame) -> pl.DataFrame:
         pl.when("_last_first").then(pl.col("_n") + left_out).otherwise("_n")
         .cast(pl.UInt32).alias("_n"))
         .filter("_keep").drop("_shape", "_keep", "_last_first"))
-
-
-def event_rows(frame: pl.DataFrame) -> pl.DataFrame:
-    """The rows of a chunk that a rule may read (a message stem, an NCCL communicator line or
-    a torch rank), with the columns the rules use."""
-    # (the rules read the message: under a wrapper, the line without it; `msg` is null on
-    # most rows, so testing it as well costs little, and only the hits are rewritten)
-    wrapped = "msg" in frame.columns
-    if "_next" not in frame.columns:
-        frame = frame.with_columns(pl.lit(None, pl.String).alias("_next"))
-    if "stream" not in frame.columns:  # (the wrapper stream a line came through, when known)
-        frame = frame.with_columns(pl.lit(None, pl.String).alias("stream"))
-    # (a pattern runs on the rows holding its literal: a pattern over every line costs more)
-    lines = frame.get_column("text")
-    child = on_rows(lines, lines.str.contains("Process ", literal=True), _child_died,
-                    pl.Boolean())
-    other = (pl.lit(child).fill_null(False) | pl.col("text").str.contains(GLOG_FATAL)
-             | pl.col("comm_id").is_not_null() | pl.col("torch_rank").is_not_null())
-    if wrapped:
-        other |= pl.col("msg").str.contains(CHILD_DIED).fill_null(False)
-    # a message hard-wrapped at a fixed column (by a tool or the terminal) or continued after a
-    # `\`: a stem may be cut in two. Such a line is long or ends in `\`, and the next physical
-    # line goes on with it (`_next`): the seam of the two (each side as long as the longest
-    # stem) is read, and a line whose seam holds a stem is read as the two joined.
-    marked = frame.with_columns(_stem=pl.col("text").str.contains(_STEMS), _other=other)
-    followed = marked.select(~pl.col("_stem") & pl.col("_next").is_not_null()).to_series()
-    candidate = on_rows(lines, followed, _may_be_cut, pl.Boolean()).fill_null(False)
-    marked = marked.with_columns(candidate.alias("_cand"))
-    hits = marked.filter(~pl.col("_cand") & (pl.col("_stem") | pl.col("_other")))
-    if wrapped:
-        hits = hits.with_columns(pl.coalesce("msg", "text").alias("text"))
-    cut = marked.filter("_cand")
-    if cut.height:
-        whole = pl.coalesce("msg", "text") if wrapped else pl.col("text")
-        text = whole.str.strip_suffix("\\")
-        seam = (text.str.tail(_LONGEST) + pl.col("_next").str.head(_LONGEST)).str.contains(_STEMS)
-        cut = cut.with_columns(_seam=seam).filter(pl.col("_seam") | pl.col("_other"))
-        hits = pl.concat([hits, cut.with_columns(
-            pl.when("_seam").then(text + pl.col("_next")).otherwise(whole).alias("text"))
-            .drop("_seam")])
-    hits = hits.with_columns(pl.lit(1, pl.UInt32).alias("_n"))
-    return hits.select(pl.col(name).cast(dtype) if name in hits.columns
-                       else pl.lit(None, dtype).alias(name) for name, dtype in _EVENT_SCHEMA.items())
-
-
-def on_rows(values: pl.Series, rows: pl.Series, test: Callable[[pl.Expr], pl.Expr],
-            dtype: pl.DataType) -> pl.Series:
-    """`test` of `values` where `rows` holds, null elsewhere, computed on those rows only
-    (polars runs a pattern behind `pl.when(rows)` over every value of the column)."""
-    at = rows.fill_null(False).arg_true()
-    found = values.gather(at).to_frame().select(test(pl.col(values.name)).cast(dtype))
-    column = found.to_series()
-    return pl.Series(column.name, [None], dtype=dtype).new_from_index(
-        0, values.len()).scatter(at, column)
-
-
-def _child_died(text: pl.Expr) -> pl.Expr:
-    return text.str.contains(CHILD_DIED)
-
-
-def _may_be_cut(text: pl.Expr) -> pl.Expr:
-    """A line a hard wrap or a `\\` may have cut a stem of."""
-    return (text.str.len_bytes() >= _WRAP_MIN) | text.str.ends_with("\\")
 
 
 def merge_people(parts: list[pl.DataFrame]) -> dict[int, dict[str, Any]]:

@@ -18,7 +18,6 @@ import regex
 from logcorr.diagnose.clock import order_window
 from logcorr.diagnose.context import (
     _FAILED_RETURN,
-    _WRAP_MIN,
     CHILD_DIED,
     CHILD_FAILED_STEMS,
     CRASH_STEMS,
@@ -27,6 +26,7 @@ from logcorr.diagnose.context import (
     NCCL_PEER_LOST,
     REAPED_STEMS,
     VICTIM_STEMS,
+    WRAP_MIN,
     Context,
     Finding,
     _cascade_after,
@@ -349,9 +349,9 @@ def _record(rows: pl.LazyFrame, root: dict[str, Any]) -> pl.DataFrame:
 def _unwrapped(record: pl.DataFrame, root: dict[str, Any]) -> str:
     """The root line whole again when a hard wrap cut it at a fixed column: its piece and
     the record's next pieces, each joined while the one before it is as long as the root's
-    (at least _WRAP_MIN); else the root row's own text."""
+    (at least WRAP_MIN); else the root row's own text."""
     pieces = record.filter(pl.col("line") >= root["line"])
-    if pieces.height < 2 or pieces["_width"][0] < _WRAP_MIN:
+    if pieces.height < 2 or pieces["_width"][0] < WRAP_MIN:
         return str(root["text"])
     width = pieces["_width"][0]
     texts, widths = pieces["text"].to_list(), pieces["_width"].to_list()

@@ -13,6 +13,7 @@ use arrow_array::{
 use arrow_buffer::{Buffer, ScalarBuffer};
 use arrow_schema::{ArrowError, DataType, Field, Schema, TimeUnit};
 use logcorr_scan::attribute::{Attributed, EVIDENCE};
+use logcorr_scan::gather::{Event, Last, Person, Tally};
 use logcorr_scan::keys::Keys;
 use logcorr_scan::model::{Columns, Source, StrColumn, TextColumn, ROLES};
 use pyo3::prelude::*;
@@ -455,4 +456,284 @@ pub fn lines_batch(lines: &[logcorr_scan::parse::Line<'_>]) -> RecordBatch {
         ),
         ("text", Arc::new(text)),
     ])
+}
+
+fn opt_strings<'a>(values: impl Iterator<Item = Option<&'a str>>, len: usize) -> ArrayRef {
+    let mut builder = StringViewBuilder::with_capacity(len);
+    for value in values {
+        builder.append_option(value);
+    }
+    Arc::new(builder.finish())
+}
+
+/// The event rows, in the columns the diagnosis reads (`context._EVENT_SCHEMA`).
+pub fn events_batch(events: &[Event]) -> RecordBatch {
+    let n = events.len();
+    let ts_full: PrimitiveArray<TimestampMicrosecondType> =
+        events.iter().map(|e| e.ts_full).collect();
+    let roles: Vec<Option<&'static str>> = events
+        .iter()
+        .map(|e| e.role.map(|r| ROLES[r as usize].name()))
+        .collect();
+    batch(vec![
+        (
+            "_sk",
+            Arc::new(Int64Array::from(
+                events.iter().map(|e| e.sk).collect::<Vec<_>>(),
+            )),
+        ),
+        (
+            "file_id",
+            Arc::new(UInt32Array::from(
+                events.iter().map(|e| e.file_id).collect::<Vec<_>>(),
+            )),
+        ),
+        (
+            "line",
+            Arc::new(UInt32Array::from(
+                events.iter().map(|e| e.line).collect::<Vec<_>>(),
+            )),
+        ),
+        (
+            "part",
+            Arc::new(UInt16Array::from(
+                events.iter().map(|e| e.part).collect::<Vec<_>>(),
+            )),
+        ),
+        (
+            "text",
+            opt_strings(events.iter().map(|e| Some(e.text.as_str())), n),
+        ),
+        (
+            "proc",
+            u32s(&events.iter().map(|e| e.proc).collect::<Vec<_>>()),
+        ),
+        ("role", statics(&roles)),
+        ("ts_full", Arc::new(ts_full)),
+        (
+            "host",
+            opt_strings(events.iter().map(|e| e.host.as_deref()), n),
+        ),
+        (
+            "pid",
+            i64s(&events.iter().map(|e| e.pid).collect::<Vec<_>>()),
+        ),
+        (
+            "record",
+            Arc::new(UInt32Array::from(
+                events.iter().map(|e| e.record).collect::<Vec<_>>(),
+            )),
+        ),
+        (
+            "starts_record",
+            bools(&events.iter().map(|e| e.starts_record).collect::<Vec<_>>()),
+        ),
+        (
+            "torch_rank",
+            i32s(&events.iter().map(|e| e.torch_rank).collect::<Vec<_>>()),
+        ),
+        (
+            "pg_desc",
+            opt_strings(events.iter().map(|e| e.pg_desc.as_deref()), n),
+        ),
+        (
+            "pg_rank",
+            i32s(&events.iter().map(|e| e.pg_rank).collect::<Vec<_>>()),
+        ),
+        (
+            "seq",
+            i64s(&events.iter().map(|e| e.seq).collect::<Vec<_>>()),
+        ),
+        ("op", opt_strings(events.iter().map(|e| e.op.as_deref()), n)),
+        (
+            "last_enqueued",
+            i64s(&events.iter().map(|e| e.last_enqueued).collect::<Vec<_>>()),
+        ),
+        (
+            "last_completed",
+            i64s(&events.iter().map(|e| e.last_completed).collect::<Vec<_>>()),
+        ),
+        (
+            "comm",
+            opt_strings(events.iter().map(|e| e.comm.as_deref()), n),
+        ),
+        (
+            "comm_id",
+            opt_strings(events.iter().map(|e| e.comm_id.as_deref()), n),
+        ),
+        (
+            "comm_rank",
+            i32s(&events.iter().map(|e| e.comm_rank).collect::<Vec<_>>()),
+        ),
+        (
+            "comm_nranks",
+            i32s(&events.iter().map(|e| e.comm_nranks).collect::<Vec<_>>()),
+        ),
+        (
+            "nccl_phase",
+            opt_strings(events.iter().map(|e| e.nccl_phase.as_deref()), n),
+        ),
+        (
+            "_next",
+            opt_strings(events.iter().map(|e| e.next.as_deref()), n),
+        ),
+        (
+            "stream",
+            opt_strings(events.iter().map(|e| e.stream.as_deref()), n),
+        ),
+        ("_n", Arc::new(UInt32Array::from(vec![1u32; n]))),
+    ])
+}
+
+const COORDINATE_NAMES: [&str; 13] = [
+    "node_rank",
+    "replica",
+    "dp_rank",
+    "pp_rank",
+    "tp_rank",
+    "world_rank",
+    "gpu_id",
+    "attn_dp_rank",
+    "attn_cp_rank",
+    "attn_tp_rank",
+    "moe_dp_rank",
+    "moe_ep_rank",
+    "moe_tp_rank",
+];
+
+fn place(columns: &mut Vec<(&'static str, ArrayRef)>, at: &[(i64, u32, u32, u16)]) {
+    columns.push((
+        "_sk",
+        Arc::new(Int64Array::from(at.iter().map(|a| a.0).collect::<Vec<_>>())),
+    ));
+    columns.push((
+        "file_id",
+        Arc::new(UInt32Array::from(
+            at.iter().map(|a| a.1).collect::<Vec<_>>(),
+        )),
+    ));
+    columns.push((
+        "line",
+        Arc::new(UInt32Array::from(
+            at.iter().map(|a| a.2).collect::<Vec<_>>(),
+        )),
+    ));
+    columns.push((
+        "part",
+        Arc::new(UInt16Array::from(
+            at.iter().map(|a| a.3).collect::<Vec<_>>(),
+        )),
+    ));
+}
+
+/// The tally's tables: people (proc, host, pid, len, coordinates, first place), last (proc,
+/// ts_full, its place), progress (proc, ts_full), file_procs (file_id, proc, len, line).
+pub fn tally_batches(
+    t: &Tally,
+    hosts: &[Option<String>],
+) -> (RecordBatch, RecordBatch, RecordBatch, RecordBatch) {
+    let mut people: Vec<(&(u32, u32, Option<i64>), &Person)> = t.people.iter().collect();
+    people.sort_by_key(|(k, p)| (k.0, p.first, k.1, k.2));
+    let host_of = |key: u32| hosts.get(key as usize).and_then(Option::as_deref);
+    let mut columns: Vec<(&'static str, ArrayRef)> = vec![
+        (
+            "proc",
+            Arc::new(UInt32Array::from(
+                people.iter().map(|(k, _)| k.0).collect::<Vec<_>>(),
+            )),
+        ),
+        (
+            "host",
+            opt_strings(people.iter().map(|(k, _)| host_of(k.1)), people.len()),
+        ),
+        (
+            "pid",
+            i64s(&people.iter().map(|(k, _)| k.2).collect::<Vec<_>>()),
+        ),
+        (
+            "len",
+            Arc::new(UInt32Array::from(
+                people
+                    .iter()
+                    .map(|(_, p)| p.lines as u32)
+                    .collect::<Vec<_>>(),
+            )),
+        ),
+    ];
+    for (i, name) in COORDINATE_NAMES.iter().enumerate() {
+        columns.push((
+            name,
+            i32s(
+                &people
+                    .iter()
+                    .map(|(_, p)| p.coordinates[i])
+                    .collect::<Vec<_>>(),
+            ),
+        ));
+    }
+    place(
+        &mut columns,
+        &people.iter().map(|(_, p)| p.first).collect::<Vec<_>>(),
+    );
+    let people = batch(columns);
+    let mut last: Vec<(&u32, &Last)> = t.last.iter().collect();
+    last.sort_by_key(|(p, _)| **p);
+    let last_ts: PrimitiveArray<TimestampMicrosecondType> =
+        last.iter().map(|(_, l)| Some(l.ts_full)).collect();
+    let mut columns: Vec<(&'static str, ArrayRef)> = vec![
+        (
+            "proc",
+            Arc::new(UInt32Array::from(
+                last.iter().map(|(p, _)| **p).collect::<Vec<_>>(),
+            )),
+        ),
+        ("ts_full", Arc::new(last_ts)),
+    ];
+    place(
+        &mut columns,
+        &last.iter().map(|(_, l)| l.at).collect::<Vec<_>>(),
+    );
+    let last = batch(columns);
+    let mut progress: Vec<(&u32, &i64)> = t.progress.iter().collect();
+    progress.sort();
+    let progress_ts: PrimitiveArray<TimestampMicrosecondType> =
+        progress.iter().map(|(_, t)| Some(**t)).collect();
+    let progress = batch(vec![
+        (
+            "proc",
+            Arc::new(UInt32Array::from(
+                progress.iter().map(|(p, _)| **p).collect::<Vec<_>>(),
+            )),
+        ),
+        ("ts_full", Arc::new(progress_ts)),
+    ]);
+    let mut files: Vec<(&(u32, u32), &(u64, u32))> = t.file_procs.iter().collect();
+    files.sort();
+    let file_procs = batch(vec![
+        (
+            "file_id",
+            Arc::new(UInt32Array::from(
+                files.iter().map(|(k, _)| k.0).collect::<Vec<_>>(),
+            )),
+        ),
+        (
+            "proc",
+            Arc::new(UInt32Array::from(
+                files.iter().map(|(k, _)| k.1).collect::<Vec<_>>(),
+            )),
+        ),
+        (
+            "len",
+            Arc::new(UInt32Array::from(
+                files.iter().map(|(_, v)| v.0 as u32).collect::<Vec<_>>(),
+            )),
+        ),
+        (
+            "line",
+            Arc::new(UInt32Array::from(
+                files.iter().map(|(_, v)| v.1).collect::<Vec<_>>(),
+            )),
+        ),
+    ]);
+    (people, last, progress, file_procs)
 }

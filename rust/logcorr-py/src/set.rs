@@ -9,6 +9,7 @@ use std::path::PathBuf;
 
 use logcorr_scan::attribute::{Attributor, Coordinates, Whole, EVIDENCE};
 use logcorr_scan::clock::Clock;
+use logcorr_scan::gather::{Gather, Selection};
 use logcorr_scan::model::Role;
 use logcorr_scan::pass::{AttributePass, SurveyPass};
 use logcorr_scan::scan::FileSpec;
@@ -16,7 +17,7 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 
-use crate::arrow::{attributed_batch, keys_batch, ArrowBatch};
+use crate::arrow::{attributed_batch, events_batch, keys_batch, tally_batches, ArrowBatch};
 
 #[pyclass(module = "logcorr._core")]
 pub struct LogSet {
@@ -100,7 +101,7 @@ impl LogSet {
     #[allow(clippy::too_many_arguments)]
     #[pyo3(signature = (proc, evidence, conflict, roles, eff_host, crowded, shared, file_procs,
                         local_ranks, processes, file_nodes, file_names, first_dated, median,
-                        wrap_default, clock_offsets))]
+                        wrap_default, clock_offsets, events))]
     fn start_attribution(
         &mut self,
         proc: Vec<Option<u32>>,
@@ -119,7 +120,12 @@ impl LogSet {
         median: Option<i64>,
         wrap_default: Option<i64>,
         clock_offsets: Vec<(String, i64)>,
+        events: (Vec<String>, String, String, Vec<String>, usize),
     ) -> PyResult<()> {
+        let (stems, child_died, glog_fatal, progress, wrap_min) = events;
+        let selection = Selection::new(&stems, &child_died, &glog_fatal, &progress, wrap_min)
+            .map_err(PyValueError::new_err)?;
+        let files_with_nodes: HashSet<u32> = file_nodes.iter().map(|(f, _)| *f).collect();
         let pass = self
             .survey
             .take()
@@ -160,7 +166,11 @@ impl LogSet {
             },
             clock_offsets: clock_offsets.into_iter().collect(),
         };
-        let attributor = Attributor::new(whole, pass.survey.keys);
+        let attributor = Attributor::new(
+            whole,
+            pass.survey.keys,
+            Gather::new(selection, files_with_nodes),
+        );
         self.attribute = Some(AttributePass::new(
             self.files.clone(),
             self.chunk_bytes,
@@ -192,6 +202,45 @@ impl LogSet {
             })
         });
         Ok(step.map(|(batch, settled, bytes)| (ArrowBatch::new(batch), settled, bytes)))
+    }
+
+    /// The event rows gathered since the last call (a record batch), taken.
+    fn take_events(&mut self) -> PyResult<ArrowBatch> {
+        let pass = self
+            .attribute
+            .as_mut()
+            .ok_or_else(|| PyValueError::new_err("pass 2 has not started"))?;
+        let events = std::mem::take(&mut pass.attributor.gather.events);
+        Ok(ArrowBatch::new(events_batch(&events)))
+    }
+
+    /// The counts of pass 2: `lines`, `evidence` {name: n}, `why`, `notes`, `capped`, `procs`,
+    /// and the tables `people`, `last`, `progress`, `file_procs` (record batches).
+    fn tally<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let pass = self
+            .attribute
+            .as_ref()
+            .ok_or_else(|| PyValueError::new_err("pass 2 has not started"))?;
+        let a = &pass.attributor;
+        let t = &a.gather.tally;
+        let out = PyDict::new(py);
+        out.set_item("lines", t.lines)?;
+        let evidence: HashMap<&str, u64> = t
+            .evidence
+            .iter()
+            .map(|(&e, &n)| (EVIDENCE[e as usize], n))
+            .collect();
+        out.set_item("evidence", evidence)?;
+        out.set_item("why", t.why.clone())?;
+        out.set_item("notes", t.notes.clone())?;
+        out.set_item("capped", t.capped)?;
+        out.set_item("procs", t.procs.iter().copied().collect::<Vec<_>>())?;
+        let (people, last, progress, file_procs) = tally_batches(t, &a.whole.eff_host);
+        out.set_item("people", ArrowBatch::new(people))?;
+        out.set_item("last", ArrowBatch::new(last))?;
+        out.set_item("progress", ArrowBatch::new(progress))?;
+        out.set_item("file_procs", ArrowBatch::new(file_procs))?;
+        Ok(out)
     }
 
     /// The warnings so far (files that stopped early), taken.

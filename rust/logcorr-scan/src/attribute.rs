@@ -5,6 +5,7 @@
 use std::collections::{HashMap, HashSet};
 
 use crate::clock::{self, Clock, FileTime, Stamp};
+use crate::gather::{Counted, Event, Gather};
 use crate::grammar::{ends_with_colon, FileGrammar, Row};
 use crate::keys::{KeyId, Keys};
 use crate::model::{Columns, Role, Source, StrColumn, ROLES};
@@ -118,6 +119,10 @@ pub struct Attributor {
     pub keys: Keys,
     files: HashMap<u32, FileState>,
     last_file: Option<u32>,
+    /// The counts and event rows of every line attributed.
+    pub gather: Gather,
+    /// The keys of each chunk's rows (the last chunk's), kept to gather them.
+    keys_seen: Vec<KeyId>,
 }
 
 /// The first row of the next chunk (what the last row of a chunk looks ahead to).
@@ -200,12 +205,14 @@ struct Step {
 }
 
 impl Attributor {
-    pub fn new(whole: Whole, keys: Keys) -> Attributor {
+    pub fn new(whole: Whole, keys: Keys, gather: Gather) -> Attributor {
         Attributor {
             whole,
             keys,
             files: HashMap::new(),
             last_file: None,
+            gather,
+            keys_seen: Vec::new(),
         }
     }
 
@@ -238,10 +245,83 @@ impl Attributor {
             ended.extend(self.last_file.take());
         }
         self.settle(c, &ended, &mut out);
+        self.keys_seen.clear();
+        self.keys_seen.extend(keys.iter().take(c.len()));
+        self.gather_chunk(c, &out);
+        for settled in &out.settled {
+            self.gather.settle(settled.file_id, settled.key);
+        }
         for state in self.files.values_mut() {
             state.grammar.prune();
         }
         out
+    }
+
+    /// Gather every row of an attributed chunk (those still waiting for their file's first
+    /// time are set aside until it comes).
+    fn gather_chunk(&mut self, c: &Columns, out: &Attributed) {
+        for row in 0..c.len() {
+            let key = self.keys_seen[row];
+            let text = c.text.get(row);
+            let msg = c.msg.get(row);
+            let proc = out.proc[row];
+            let ts_full = out.ts_full[row];
+            let coordinates: Coordinates = std::array::from_fn(|i| out.coordinates[i][row]);
+            let counted = Counted {
+                file_id: c.file_id[row],
+                line: c.line[row],
+                part: c.part[row],
+                proc,
+                key,
+                pid: c.pid[row],
+                coordinates,
+                ts_full,
+                evidence: out.evidence[row],
+                why: out.why[row],
+                note: out.ts_note[row],
+                capped: c.capped[row] == Some(true),
+                progress: proc.is_some() && ts_full.is_some() && self.gather.progress(text),
+            };
+            let next = out.next.get(row);
+            let other = self.gather.other(
+                text,
+                msg,
+                c.comm_id.spans[row].is_some(),
+                c.torch_rank[row].is_some(),
+            );
+            let event = self
+                .gather
+                .event_text(text, msg, next, other)
+                .map(|text| Event {
+                    sk: 0,
+                    file_id: c.file_id[row],
+                    line: c.line[row],
+                    part: c.part[row],
+                    text,
+                    proc,
+                    role: out.role[row],
+                    ts_full,
+                    host: out.host.get(row).map(str::to_string),
+                    pid: c.pid[row],
+                    record: out.record[row],
+                    starts_record: c.starts_record[row],
+                    torch_rank: c.torch_rank[row],
+                    pg_desc: c.pg_desc.get(row).map(str::to_string),
+                    pg_rank: c.pg_rank[row],
+                    seq: c.seq[row],
+                    op: c.op.get(row).map(str::to_string),
+                    last_enqueued: c.last_enqueued[row],
+                    last_completed: c.last_completed[row],
+                    comm: c.comm.get(row).map(str::to_string),
+                    comm_id: c.comm_id.get(row).map(str::to_string),
+                    comm_rank: c.comm_rank[row],
+                    comm_nranks: c.comm_nranks[row],
+                    nccl_phase: c.nccl_phase.get(row).map(str::to_string),
+                    next: next.map(str::to_string),
+                    stream: out.stream.get(row).map(str::to_string),
+                });
+            self.gather.add(counted, event, out.sk[row]);
+        }
     }
 
     /// The first pass over a row: key, grammar, continuation.

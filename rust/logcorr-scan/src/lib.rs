@@ -10,6 +10,7 @@
 pub mod attribute;
 pub mod clock;
 pub mod families;
+pub mod gather;
 pub mod grammar;
 pub mod keys;
 pub mod model;

@@ -1,0 +1,288 @@
+//! What pass 2 keeps of each attributed line for the header and the diagnosis, without the
+//! timeline itself: the counts (evidence, why not, notes; each process's lines, first row,
+//! latest time, latest batch line) and the *event rows* (a message stem, an NCCL communicator
+//! field or a torch rank), whatever the view.
+//!
+//! A line is gathered once its sort key is known: the opening lines of a file that wait for
+//! its first time are set aside (compactly) and gathered when it comes.
+
+use std::collections::{BTreeSet, HashMap};
+
+use aho_corasick::{AhoCorasick, MatchKind};
+use regex::Regex;
+
+use crate::attribute::Coordinates;
+use crate::keys::KeyId;
+use crate::text::len_chars;
+
+/// Sort keys of lines without a time: after every timed line.
+pub const NO_TIME: i64 = i64::MAX;
+
+/// What makes a line an event row, and a progress line (from the diagnosis's vocabulary).
+pub struct Selection {
+    stems: AhoCorasick,
+    /// The longest stem, in characters (the seam of a hard-wrapped line read on each side).
+    longest: usize,
+    child_died: Regex,
+    glog_fatal: Regex,
+    progress: AhoCorasick,
+    /// A line at least this long (bytes) may be a hard wrap's first half.
+    wrap_min: usize,
+}
+
+impl Selection {
+    pub fn new(
+        stems: &[String],
+        child_died: &str,
+        glog_fatal: &str,
+        progress: &[String],
+        wrap_min: usize,
+    ) -> Result<Selection, String> {
+        let build = |patterns: &[String]| {
+            AhoCorasick::builder()
+                .match_kind(MatchKind::LeftmostFirst)
+                .build(patterns)
+                .map_err(|e| e.to_string())
+        };
+        Ok(Selection {
+            stems: build(stems)?,
+            longest: stems.iter().map(|s| s.chars().count()).max().unwrap_or(0),
+            child_died: Regex::new(child_died).map_err(|e| e.to_string())?,
+            glog_fatal: Regex::new(glog_fatal).map_err(|e| e.to_string())?,
+            progress: build(progress)?,
+            wrap_min,
+        })
+    }
+}
+
+/// One event row (the columns the rules read).
+#[derive(Debug, Clone, Default)]
+pub struct Event {
+    pub sk: i64,
+    pub file_id: u32,
+    pub line: u32,
+    pub part: u16,
+    pub text: String,
+    pub proc: Option<u32>,
+    pub role: Option<u8>,
+    pub ts_full: Option<i64>,
+    pub host: Option<String>,
+    pub pid: Option<i64>,
+    pub record: u32,
+    pub starts_record: Option<bool>,
+    pub torch_rank: Option<i32>,
+    pub pg_desc: Option<String>,
+    pub pg_rank: Option<i32>,
+    pub seq: Option<i64>,
+    pub op: Option<String>,
+    pub last_enqueued: Option<i64>,
+    pub last_completed: Option<i64>,
+    pub comm: Option<String>,
+    pub comm_id: Option<String>,
+    pub comm_rank: Option<i32>,
+    pub comm_nranks: Option<i32>,
+    pub nccl_phase: Option<String>,
+    pub next: Option<String>,
+    pub stream: Option<String>,
+}
+
+/// What a line gives the counts.
+#[derive(Debug, Clone)]
+pub struct Counted {
+    pub file_id: u32,
+    pub line: u32,
+    pub part: u16,
+    pub proc: Option<u32>,
+    pub key: KeyId,
+    pub pid: Option<i64>,
+    pub coordinates: Coordinates,
+    pub ts_full: Option<i64>,
+    pub evidence: Option<u8>,
+    pub why: Option<&'static str>,
+    pub note: Option<&'static str>,
+    pub capped: bool,
+    pub progress: bool,
+}
+
+/// A process's lines under one (host, PID): how many, and the first one's place and
+/// coordinates.
+#[derive(Debug, Clone)]
+pub struct Person {
+    pub lines: u64,
+    pub first: (i64, u32, u32, u16),
+    pub coordinates: Coordinates,
+}
+
+/// A process's latest time and the place of its last timed line.
+#[derive(Debug, Clone, Copy)]
+pub struct Last {
+    pub ts_full: i64,
+    pub at: (i64, u32, u32, u16),
+}
+
+/// The counts of the lines gathered so far.
+#[derive(Debug, Default)]
+pub struct Tally {
+    pub lines: u64,
+    pub evidence: HashMap<u8, u64>,
+    pub why: HashMap<&'static str, u64>,
+    pub notes: HashMap<&'static str, u64>,
+    pub capped: u64,
+    pub procs: BTreeSet<u32>,
+    /// (process, host key, pid) -> its lines
+    pub people: HashMap<(u32, KeyId, Option<i64>), Person>,
+    pub last: HashMap<u32, Last>,
+    pub progress: HashMap<u32, i64>,
+    /// (file, process) -> (lines, first line), for the files `files_with_nodes` names
+    pub file_procs: HashMap<(u32, u32), (u64, u32)>,
+}
+
+impl Tally {
+    fn add(&mut self, row: &Counted, sk: i64, files_with_nodes: &std::collections::HashSet<u32>) {
+        self.lines += 1;
+        if let Some(e) = row.evidence {
+            *self.evidence.entry(e).or_default() += 1;
+        }
+        if let Some(w) = row.why {
+            *self.why.entry(w).or_default() += 1;
+        }
+        if let Some(n) = row.note {
+            *self.notes.entry(n).or_default() += 1;
+        }
+        self.capped += u64::from(row.capped);
+        let Some(proc) = row.proc else { return };
+        let at = (sk, row.file_id, row.line, row.part);
+        self.procs.insert(proc);
+        let person = self
+            .people
+            .entry((proc, row.key, row.pid))
+            .or_insert(Person {
+                lines: 0,
+                first: at,
+                coordinates: row.coordinates,
+            });
+        person.lines += 1;
+        if at < person.first {
+            person.first = at;
+            person.coordinates = row.coordinates;
+        }
+        if let Some(ts) = row.ts_full {
+            let last = self.last.entry(proc).or_insert(Last { ts_full: ts, at });
+            last.ts_full = last.ts_full.max(ts);
+            if at > last.at {
+                last.at = at;
+            }
+            if row.progress {
+                let latest = self.progress.entry(proc).or_insert(ts);
+                *latest = (*latest).max(ts);
+            }
+        }
+        if files_with_nodes.contains(&row.file_id) {
+            let entry = self
+                .file_procs
+                .entry((row.file_id, proc))
+                .or_insert((0, row.line));
+            entry.0 += 1;
+            entry.1 = entry.1.min(row.line);
+        }
+    }
+}
+
+/// The counts, each chunk's event rows, and what waits for a file's first time.
+pub struct Gather {
+    pub selection: Selection,
+    pub tally: Tally,
+    pub files_with_nodes: std::collections::HashSet<u32>,
+    /// The event rows gathered since they were last taken.
+    pub events: Vec<Event>,
+    waiting: HashMap<u32, (Vec<Counted>, Vec<Event>)>,
+}
+
+impl Gather {
+    pub fn new(selection: Selection, files_with_nodes: std::collections::HashSet<u32>) -> Gather {
+        Gather {
+            selection,
+            tally: Tally::default(),
+            files_with_nodes,
+            events: Vec::new(),
+            waiting: HashMap::new(),
+        }
+    }
+
+    /// Gather a line whose sort key is `sk` (None: it waits for its file's first time).
+    pub fn add(&mut self, counted: Counted, event: Option<Event>, sk: Option<i64>) {
+        match sk {
+            Some(sk) => {
+                self.tally.add(&counted, sk, &self.files_with_nodes);
+                if let Some(mut event) = event {
+                    event.sk = sk;
+                    self.events.push(event);
+                }
+            }
+            None => {
+                let waiting = self.waiting.entry(counted.file_id).or_default();
+                waiting.0.push(counted);
+                waiting.1.extend(event);
+            }
+        }
+    }
+
+    /// A file's waiting lines take `key` (None: they sort last).
+    pub fn settle(&mut self, file_id: u32, key: Option<i64>) {
+        if let Some((counted, events)) = self.waiting.remove(&file_id) {
+            let sk = key.unwrap_or(NO_TIME);
+            for row in &counted {
+                self.tally.add(row, sk, &self.files_with_nodes);
+            }
+            for mut event in events {
+                event.sk = sk;
+                self.events.push(event);
+            }
+        }
+    }
+
+    /// Whether `text` shows a batch line (a scheduler's progress).
+    pub fn progress(&self, text: &str) -> bool {
+        self.selection.progress.is_match(text)
+    }
+
+    /// The event text of a line, when it is an event row: its message (the line under a
+    /// wrapper), or, for a line a hard wrap or a `\\` may have cut a stem of, the two halves
+    /// joined when their seam holds a stem.
+    pub fn event_text(
+        &self,
+        text: &str,
+        msg: Option<&str>,
+        next: Option<&str>,
+        other: bool,
+    ) -> Option<String> {
+        let s = &self.selection;
+        let stem = s.stems.is_match(text);
+        let cut = !stem && next.is_some() && (text.len() >= s.wrap_min || text.ends_with('\\'));
+        let whole = msg.unwrap_or(text);
+        if !cut {
+            return (stem || other).then(|| whole.to_string());
+        }
+        let next = next.unwrap_or("");
+        let kept = whole.strip_suffix('\\').unwrap_or(whole);
+        let tail_from = len_chars(kept).saturating_sub(s.longest);
+        let tail = crate::text::slice_chars(kept, tail_from, None);
+        let head = crate::text::slice_chars(next, 0, Some(s.longest));
+        if s.stems.is_match(&format!("{tail}{head}")) {
+            Some(format!("{kept}{next}"))
+        } else {
+            other.then(|| whole.to_string())
+        }
+    }
+
+    /// The row's own reason to be an event row besides a stem: a dead child
+    /// (`Process SpawnProcess-1:`), glog's fatal severity, a communicator or a torch rank.
+    pub fn other(&self, text: &str, msg: Option<&str>, comm_id: bool, torch_rank: bool) -> bool {
+        let s = &self.selection;
+        comm_id
+            || torch_rank
+            || (text.contains("Process ") && s.child_died.is_match(text))
+            || s.glog_fatal.is_match(text)
+            || msg.is_some_and(|m| s.child_died.is_match(m))
+    }
+}
