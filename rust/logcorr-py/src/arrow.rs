@@ -632,8 +632,8 @@ pub fn tally_batches(
     t: &Tally,
     hosts: &[Option<String>],
 ) -> (RecordBatch, RecordBatch, RecordBatch, RecordBatch) {
-    let mut people: Vec<(&(u32, u32, Option<i64>), &Person)> = t.people.iter().collect();
-    people.sort_by_key(|(k, p)| (k.0, p.first, k.1, k.2));
+    let mut people: Vec<_> = t.people.iter().collect();
+    people.sort_by_key(|(k, p): &(&(u32, u32, Option<i64>), &Person)| (k.0, p.first, k.1, k.2));
     let host_of = |key: u32| hosts.get(key as usize).and_then(Option::as_deref);
     let mut columns: Vec<(&'static str, ArrayRef)> = vec![
         (
@@ -707,7 +707,7 @@ pub fn tally_batches(
         ),
         ("ts_full", Arc::new(progress_ts)),
     ]);
-    let mut files: Vec<(&(u32, u32), &(u64, u32))> = t.file_procs.iter().collect();
+    let mut files: Vec<_> = t.file_procs.iter().collect();
     files.sort();
     let file_procs = batch(vec![
         (
