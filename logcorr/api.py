@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import polars as pl
 
@@ -39,7 +39,7 @@ from logcorr.diagnose import (
     thin_events,
 )
 from logcorr.diagnose.context import ALL_STEMS, CHILD_DIED, GLOG_FATAL, PROGRESS_STEMS, WRAP_MIN
-from logcorr.errors import ConfigError
+from logcorr.errors import ConfigError, CoreError, InputError
 from logcorr.ingest import Skipped, Source, discover
 from logcorr.model import COORDINATES, TIMELINE_SCHEMA
 from logcorr.output import time_condition
@@ -70,6 +70,7 @@ from logcorr.stream import (
 from logcorr.topology import PREFIX_TOKENS, Topology, build_topology, sizes_of
 
 Progress = Callable[[str, int, int], None]
+_T = TypeVar("_T")
 # Columns the runs keep beside the output contract (for `detail` and record lookups).
 DETAIL_COLUMNS = ("file_id", "proc", "record", "why")
 # Columns a chunk carries until its events and counts are taken.
@@ -135,18 +136,35 @@ class Analysis:
     findings: list[Finding] = field(default_factory=list)
     skipped: list[Skipped] = field(default_factory=list)  # files not read, with size and why
     _whole: dict[str, pl.DataFrame] = field(default_factory=dict)
+    # the lean view (`analyze(keep=…)`): no runs, but the timeline's first and last rows
+    # (`kept`) and the files to read again (`logs`) when more is asked for
+    kept: pl.DataFrame | None = None
+    logs: Any = None
 
     def batches(self, columns: Sequence[str] | None = None) -> Iterator[pl.DataFrame]:
         """The timeline in order, a batch at a time, with `order`; `columns` selects (default:
-        the output contract)."""
+        the output contract). Without runs (the lean view), the files are read again."""
         wanted = list(TIMELINE_SCHEMA) if columns is None else list(columns)
         stored = [c for c in wanted if c != "order"]
+        if self.kept is not None and not self.runs:
+            if self.kept.height == self.tally.lines:
+                for batch in numbered([self.kept.select(stored)] if self.kept.height else []):
+                    yield batch.select(wanted)
+                return
+            self.runs = _read_again(self.logs, self.workspace, len(self.sources))
         for batch in numbered(merge(self.runs, stored)):
             yield batch.select(wanted)
 
+    def rows_of(self, files: list[int]) -> pl.LazyFrame:
+        """The rows of these files (the runs' columns), for the diagnosis's lookups: the
+        stored runs, or (the lean view) the files read again."""
+        if self.runs or self.kept is None:
+            return _lazy_rows(self.runs).filter(pl.col("file_id").is_in(files))
+        return _rows_again(self.logs, files)
+
     def head(self, count: int) -> pl.DataFrame:
         """The first `count` rows of the timeline (contract columns), without a merge."""
-        rows = head(self.runs, count)
+        rows = self.kept.head(count) if self.kept is not None else head(self.runs, count)
         if rows.height == 0:
             return _empty_timeline()
         return rows.with_columns(pl.int_range(rows.height, dtype=pl.UInt64).alias("order")
@@ -154,7 +172,7 @@ class Analysis:
 
     def tail(self, count: int) -> pl.DataFrame:
         """The last `count` rows of the timeline (contract columns), without a merge."""
-        rows = tail(self.runs, count)
+        rows = self.kept.tail(count) if self.kept is not None else tail(self.runs, count)
         if rows.height == 0:
             return _empty_timeline()
         start = self.tally.lines - rows.height
@@ -214,12 +232,18 @@ def analyze(
     progress: Progress | None = None,
     chunk_bytes: int | None = None,
     memory_budget: int | None = None,
+    keep: int | None = None,
+    threads: int | None = None,
 ) -> Analysis:
     """Parse, attribute and align every line under `paths`, a chunk at a time.
 
     `progress(stage, done, total)` reports each of the STAGES (parsing and attributing count
     bytes). `chunk_bytes` (default: `stream.CHUNK_BYTES`, whatever the set's size) bounds how
-    much text is worked on at once.
+    much text is worked on at once. `keep` (the lean view: a terminal shows the timeline's
+    head and tail): no runs are written, only the first and last `keep` rows of the timeline
+    are kept, and the files are read again for anything more (`Analysis.batches`,
+    `Analysis.rows_of`). `threads`: the core's workers (default: LOGCORR_THREADS, else one
+    per core); the answers are the same with any number.
     """
     report = progress or (lambda stage, done, total: None)
     given = _given_topology(config, sglang_version, validate)  # (a bad one: before any line)
@@ -232,7 +256,7 @@ def analyze(
     try:
         chunk = chunk_bytes if chunk_bytes is not None else CHUNK_BYTES
         logs = _core.LogSet([(s.file_id, os.fsencode(s.path), s.display) for s in sources],
-                            max(1, chunk), MAX_ROWS)
+                            max(1, chunk), MAX_ROWS, threads or thread_count())
         survey = _survey(logs, total, warnings, report)
         declared, notes = _server_args_lines([survey["server_args"]], sources, sglang_version)
         topology, topology_source = _topology(given, declared, validate, notes)
@@ -241,30 +265,32 @@ def analyze(
         attribution = resolve_keys(keys, topology, file_nodes)
         crowded = crowded_headers(_headers(survey["headers"], keys), attribution)
         _start_attribution(logs, survey, attribution, crowded, sources, file_nodes,
-                           clock_offsets)
-        runs, tally = _attribute_pass(logs, total, warnings, workspace,
-                                      piece_rows(len(sources)), report)
+                           clock_offsets, keep)
+        runs, tally, kept = _attribute_pass(logs, total, warnings, workspace,
+                                            piece_rows(len(sources)), report, keep)
         contradictions = [*attribution.contradictions, *notes,
                           *_node_mismatches(tally, attribution, file_nodes)]
         contradictions = [_name_file(c, sources) for c in contradictions]
+        analysis = Analysis(runs, tally, topology, topology_source, sources, workspace,
+                            warnings, contradictions, attribution.host_nodes, skipped=skipped,
+                            kept=kept, logs=logs)
         report("diagnosing", 0, 1)
-        context = Context(_lazy_rows(runs), topology, {s.file_id: s.display for s in sources},
+        context = Context(analysis.rows_of, topology, {s.file_id: s.display for s in sources},
                           merge_people(tally.people), _read_events(tally.events, workspace),
                           _last_lines(tally.last), _progress_times(tally.progress))
-        findings = diagnose(context, contradictions)
+        analysis.findings = diagnose(context, contradictions)
     except BaseException:
         workspace.close()
         raise
     report("done", 1, 1)
-    return Analysis(runs, tally, topology, topology_source, sources, workspace, warnings,
-                    contradictions, attribution.host_nodes, findings, skipped=skipped)
+    return analysis
 
 
 def _survey(logs: Any, total: int, warnings: list[str], report: Progress) -> dict[str, Any]:
     """Pass 1: every chunk read and parsed by the core, only the whole-set tables kept."""
     done = 0
     report("parsing", 0, max(1, total))
-    while (read := logs.survey_step()) is not None:
+    while (read := _core_call(logs.survey_step)) is not None:
         done += read
         report("parsing", min(done, max(1, total)), max(1, total))
     warnings += logs.take_warnings()
@@ -273,6 +299,27 @@ def _survey(logs: Any, total: int, warnings: list[str], report: Progress) -> dic
         tables["server_args"], schema={"file_id": pl.UInt32, "line": pl.UInt32,
                                        "text": pl.String}, orient="row")
     return tables
+
+
+def thread_count() -> int:
+    """The core's workers: LOGCORR_THREADS when set (a whole number, at least 1), else one per
+    core."""
+    text = os.environ.get("LOGCORR_THREADS", "").strip()
+    if not text:
+        return max(1, os.cpu_count() or 1)
+    if not text.isdigit() or int(text) < 1:
+        raise InputError(f"LOGCORR_THREADS={text!r} is not a number of threads: give a whole "
+                         "number, at least 1 (e.g. LOGCORR_THREADS=2)")
+    return int(text)
+
+
+def _core_call(step: Callable[[], _T]) -> _T:
+    """A step of the core; a failure it caught (a bug: a panic on some chunk) ends the run as
+    one error line naming the files, never a traceback."""
+    try:
+        return step()
+    except RuntimeError as error:
+        raise CoreError(f"{error}; please report it with the files named") from None
 
 
 def _headers(headers: list[tuple[int, int]], keys: pl.DataFrame) -> pl.DataFrame:
@@ -287,7 +334,7 @@ def _headers(headers: list[tuple[int, int]], keys: pl.DataFrame) -> pl.DataFrame
 
 def _start_attribution(logs: Any, survey: dict[str, Any], attribution: Attribution,
                        crowded: pl.DataFrame, sources: list[Source], file_nodes: dict[int, int],
-                       clock_offsets: dict[str, float] | None) -> None:
+                       clock_offsets: dict[str, float] | None, keep: int | None) -> None:
     """Hand the core what the whole set says: per key row its process, evidence, role and
     host; the files that belong to one process or to several; the processes' coordinates;
     the clock."""
@@ -311,7 +358,7 @@ def _start_attribution(logs: Any, survey: dict[str, Any], attribution: Attributi
         survey["first_dated"], survey["median"], survey["wrap_default"],
         [(host, timedelta(seconds=seconds) // timedelta(microseconds=1))
          for host, seconds in (clock_offsets or {}).items()],
-        (list(ALL_STEMS), CHILD_DIED, GLOG_FATAL, list(PROGRESS_STEMS), WRAP_MIN))
+        (list(ALL_STEMS), CHILD_DIED, GLOG_FATAL, list(PROGRESS_STEMS), WRAP_MIN), keep)
 
 
 def _micros(value: datetime) -> int:
@@ -319,32 +366,39 @@ def _micros(value: datetime) -> int:
 
 
 def _attribute_pass(logs: Any, total: int, warnings: list[str], workspace: Workspace,
-                    rows: int, report: Progress) -> tuple[list[Run], Tally]:
+                    rows: int, report: Progress, keep: int | None = None
+                    ) -> tuple[list[Run], Tally, pl.DataFrame | None]:
     """Pass 2: each chunk attributed by the core, sorted and written as a run (the next
-    chunk of the same file extends it), its counts and event rows taken. A file's opening
-    rows that have no time yet wait (stored like the chunks) for its first time."""
+    chunk of the same file extends it), its event rows stored. A file's opening rows that
+    have no time yet wait (stored like the chunks) for its first time. With `keep` (the lean
+    view) no run is written: only the timeline's first and last `keep` rows are kept."""
     runs: list[Run] = []
     events: list[Piece] = []
     waiting: dict[int, _Pending] = {}
+    kept = None if keep is None else _Kept(keep)
     done = 0
 
     def write(frame: pl.DataFrame) -> None:
         _write(workspace, frame, runs, rows)
 
     report("attributing", 0, max(1, total))
-    while (step := logs.attribute_step()) is not None:
+    while (step := _core_call(logs.attribute_step)) is not None:
         batch, settled, read = step
         frame = pl.DataFrame(batch)
-        untimed = frame.get_column("_sk").is_null()
-        if untimed.any():
-            for (file_id,), held in frame.filter(untimed).group_by("file_id",
-                                                                   maintain_order=True):
-                waiting.setdefault(int(file_id), _Pending(workspace, int(file_id))).add(held)
-            frame = frame.filter(~untimed)
-        for file_id, key in settled:
-            if file_id in waiting:
-                waiting.pop(file_id).write(key, write)
-        write(frame)
+        if kept is not None:
+            kept.add(frame.select(_STORED), settled)
+        else:
+            untimed = frame.get_column("_sk").is_null()
+            if untimed.any():
+                for (file_id,), held in frame.filter(untimed).group_by("file_id",
+                                                                       maintain_order=True):
+                    waiting.setdefault(int(file_id), _Pending(workspace, int(file_id))
+                                       ).add(held)
+                frame = frame.filter(~untimed)
+            for file_id, key in settled:
+                if file_id in waiting:
+                    waiting.pop(file_id).write(key, write)
+            write(frame)
         events.append(_store_events(workspace, pl.DataFrame(logs.take_events())))
         done += read
         report("attributing", min(done, max(1, total)), max(1, total))
@@ -353,7 +407,65 @@ def _attribute_pass(logs: Any, total: int, warnings: list[str], workspace: Works
     warnings += logs.take_warnings()
     tally = Tally.of(logs.tally())
     tally.events = events
-    return [r for r in runs if r.rows], tally
+    return [r for r in runs if r.rows], tally, None if kept is None else kept.rows()
+
+
+# The columns the runs store: the output contract (but `order`, given by the merge), the
+# resolver's detail, the message under a wrapper (for the diagnosis's reading of records) and
+# the sort key.
+_STORED = [*(c for c in TIMELINE_SCHEMA if c != "order"), *DETAIL_COLUMNS, "msg", "_sk"]
+
+
+class _Kept:
+    """The timeline's first and last `keep` rows so far (the lean view), and the rows of
+    files that still wait for their first time (their place is not known yet)."""
+
+    def __init__(self, keep: int) -> None:
+        self.keep = keep
+        self.frame = pl.DataFrame()
+
+    def add(self, rows: pl.DataFrame, settled: list[tuple[int, int | None]]) -> None:
+        frame = pl.concat([self.frame, rows], how="vertical_relaxed") if self.frame.height \
+            else rows
+        for file_id, key in settled:
+            frame = frame.with_columns(
+                pl.when((pl.col("file_id") == file_id) & pl.col("_sk").is_null())
+                .then(pl.lit(NO_TIME if key is None else key, pl.Int64))
+                .otherwise(pl.col("_sk")).alias("_sk"))
+        timed = frame.filter(pl.col("_sk").is_not_null()).sort(SORT_COLUMNS)
+        ends = pl.concat([timed.head(self.keep), timed.tail(self.keep)]) \
+            if timed.height > 2 * self.keep else timed
+        self.frame = compact(pl.concat([ends.unique(["file_id", "line", "part"],
+                                                    maintain_order=True),
+                                        frame.filter(pl.col("_sk").is_null())]))
+
+    def rows(self) -> pl.DataFrame:
+        return self.frame.sort(SORT_COLUMNS) if self.frame.height else \
+            pl.DataFrame(schema={**TIMELINE_SCHEMA, "_sk": pl.Int64}).drop("order")
+
+
+def _read_again(logs: Any, workspace: Workspace | None, files: int) -> list[Run]:
+    """The runs of the whole timeline, from the files read again (the lean view, asked for
+    every row)."""
+    runs: list[Run] = []
+    store = workspace if workspace is not None else Workspace()
+    reading = logs.rows_of(list(range(files)))
+    while (batch := reading.next_chunk()) is not None:
+        frame = pl.DataFrame(batch).select(_STORED)
+        _write(store, frame.with_columns(pl.col("_sk").fill_null(NO_TIME)), runs,
+               piece_rows(files))
+    return [r for r in runs if r.rows]
+
+
+def _rows_again(logs: Any, files: list[int]) -> pl.LazyFrame:
+    """The rows of some files, read again."""
+    reading = logs.rows_of(files)
+    frames = []
+    while (batch := reading.next_chunk()) is not None:
+        frames.append(pl.DataFrame(batch).select(_STORED))
+    if not frames:
+        return _lazy_rows([])
+    return pl.concat(frames).lazy()
 
 
 def _store_events(workspace: Workspace, events: pl.DataFrame) -> Piece:
@@ -392,9 +504,7 @@ def _write(workspace: Workspace, frame: pl.DataFrame, runs: list[Run], rows: int
     if frame.height == 0:
         return
     frame = sorted_by_key(frame.with_columns(pl.col("_sk").fill_null(NO_TIME)))
-    # (`msg`, the message under a wrapper, for the diagnosis's reading of records)
-    stored = [c for c in TIMELINE_SCHEMA if c != "order"] + [*DETAIL_COLUMNS, "msg", "_sk"]
-    write_run(workspace, frame.select(stored), runs, KEEP_ROWS, rows)
+    write_run(workspace, frame.select(_STORED), runs, KEEP_ROWS, rows)
 
 
 def _size(source: Source) -> int:

@@ -25,7 +25,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.text import Text
 
 from logcorr import __version__, cleanup
-from logcorr.api import STAGES, Analysis, analyze, select_rows
+from logcorr.api import KEEP_ROWS, STAGES, Analysis, analyze, select_rows
 from logcorr.config import LaunchConfig, load_config
 from logcorr.errors import ConfigError, InputError, LogcorrError
 from logcorr.fixtures import Comparison, compare, new_fixture, open_fixture, write_expected
@@ -165,11 +165,14 @@ def _run_analyze(args: argparse.Namespace) -> int:
     selector = parse_selector(args.select) if args.select else None
     offsets = parse_clock_offsets(args.clock_offset)
     fmt = args.format or ("rich" if sys.stdout.isatty() else "text")
+    filtered = selector is not None or args.since is not None or args.until is not None
+    # (a terminal's view of the whole timeline shows its head and tail: no runs are written)
+    lean = fmt in ("rich", "text") and not filtered and not args.html and args.limit > 0
     with _progress_bar() as progress:
         analysis = analyze(args.paths, config=args.config, sglang_version=args.sglang_version,
                            clock_offsets=offsets, validate=not args.no_validate,
-                           progress=progress)
-    filtered = selector is not None or args.since is not None or args.until is not None
+                           progress=progress,
+                           keep=max(KEEP_ROWS, args.limit // 2) if lean else None)
     if fmt == "perfetto" and filtered:
         raise InputError("--select, --since and --until do not apply to --format perfetto "
                          "(the trace shows every process)")

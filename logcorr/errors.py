@@ -23,6 +23,11 @@ class FixtureError(LogcorrError):
     """A regression fixture folder is malformed."""
 
 
+class CoreError(LogcorrError):
+    """The compiled line core failed on a chunk (a bug, never the input's fault: a panic the
+    core caught). Its message names the files being read; the run ends without a traceback."""
+
+
 def quoted(value: object, keep: int = 40) -> str:
     """A value as a message shows it: its repr, cut when long (a message is one line, and a
     value from a log or a config can be megabytes).

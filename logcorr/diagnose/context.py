@@ -4,7 +4,7 @@ processes. No rule lives here."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -204,12 +204,14 @@ class Context:
     """What the rules read: the few rows any rule looks at, and who each process is.
 
     `events` holds the rows with a message stem, an NCCL communicator field or a torch rank
-    (`event_rows`, gathered chunk by chunk, with `_next`: the next physical line's text when
-    it continues the line); `last` is each process's latest time and last line; `rows` reads
-    the whole timeline (lazily, for the few lookups that need more than the events).
+    (gathered by the core in pass 2, with `_next`: the next physical line's text when it
+    continues the line); `last` is each process's latest time and last line; `rows_of` reads
+    the rows of some files (lazily, for the few lookups that need more than the events: the
+    stored runs, or the files read again).
     """
 
-    rows: pl.LazyFrame  # all rows, in no particular order (proc, record, text, ...)
+    # file ids -> their rows, in no particular order (proc, record, text, msg, host, pid, ...)
+    rows_of: Callable[[list[int]], pl.LazyFrame]
     topology: Topology | None
     files: dict[int, str]
     people: dict[int, dict[str, Any]]  # proc -> full coordinates + host + pid

@@ -102,7 +102,7 @@ def _crash(ctx: Context, firsts: pl.DataFrame, earlier: pl.DataFrame, peer_first
     root = firsts.row(0, named=True)
     cascade = _cascade_after(ctx, root)
     later = firsts.slice(1)
-    record = _record(ctx.rows, root)  # one read of the runs for both uses
+    record = _record(ctx, root)  # one read of the rows for both uses
     detail = _exception_text(record, root)
     proc_text = _short(ctx.people.get(root["proc"], {}))
     summary = f"{proc_text} failed first: {detail}"
@@ -233,7 +233,7 @@ def _unnamed_crash(ctx: Context, unnamed: pl.DataFrame, waiting: list[int] | Non
     # (the main process or a launcher reports a child's death: the dead one is a scheduler)
     reaped = any(stem in str(first["text"]) for stem in REAPED_STEMS)
     who = _unnamed("scheduler" if reaped else first.get("role"))
-    detail = _exception_text(_record(ctx.rows, first), first)
+    detail = _exception_text(_record(ctx, first), first)
     what = ctx.events.filter((pl.col("file_id") == first["file_id"])
                              & (pl.col("line") == first["line"] + 1)
                              & pl.col("text").str.starts_with("  what():"))
@@ -336,11 +336,11 @@ def _blamed_peer(events: pl.DataFrame, firsts: pl.DataFrame) -> str:
     return ""
 
 
-def _record(rows: pl.LazyFrame, root: dict[str, Any]) -> pl.DataFrame:
+def _record(ctx: Context, root: dict[str, Any]) -> pl.DataFrame:
     """The rows of the root's record (its traceback), in file order: its process's, and the
     pieces no line tied to a process (a hard-wrapped line whose head only a rank tag names),
     with `_width`: the physical line's length."""
-    return rows.filter((pl.col("file_id") == root["file_id"]) & (pl.col("record") == root[
+    return ctx.rows_of([root["file_id"]]).filter((pl.col("file_id") == root["file_id"]) & (pl.col("record") == root[
         "record"]) & (pl.col("proc").eq_missing(root["proc"]) | pl.col("proc").is_null())
     ).select("file_id", "line", "part", pl.coalesce("msg", "text").alias("text"),
              pl.col("text").str.len_chars().alias("_width")).collect().sort("line", "part")

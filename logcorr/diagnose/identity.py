@@ -138,7 +138,7 @@ def _record_pieces(ctx: Context, rows: pl.DataFrame
         return {}
     wanted = (pl.col("file_id").is_in(keys["file_id"].unique().implode())
               & pl.col("record").is_in(keys["record"].unique().implode()))
-    found = (ctx.rows.filter(wanted)
+    found = (ctx.rows_of(keys["file_id"].unique().to_list()).filter(wanted)
              .select(pl.col("file_id").cast(pl.UInt32), pl.col("record").cast(pl.UInt32),
                              pl.col("line").cast(pl.UInt32), pl.col("part").cast(pl.UInt16),
                              pl.col("proc").cast(pl.UInt32), "text")

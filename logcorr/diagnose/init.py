@@ -216,7 +216,7 @@ def _step_rows(ctx: Context, hung: pl.DataFrame) -> pl.DataFrame:
     communicator that hangs (connection lines are too many to gather as events)."""
     mine = hung.filter(pl.col("host").is_not_null() & pl.col("pid").is_not_null()).select(
         "host", "pid", "file_id", _start=pl.col("line"))
-    if mine.height == 0 or "host" not in ctx.rows.collect_schema().names():
+    if mine.height == 0:
         return pl.DataFrame(schema={"host": pl.String, "pid": pl.Int64, "file_id": pl.UInt32,
                                     "line": pl.UInt32, "_step": pl.Int32})
     starts = (ctx.events.filter(pl.col("nccl_phase") == "Init START")
@@ -228,7 +228,8 @@ def _step_rows(ctx: Context, hung: pl.DataFrame) -> pl.DataFrame:
     for index, (_, stems) in enumerate(NCCL_INIT_STEPS[1:-1], start=1):
         step = pl.when(_contains_any(stems)).then(pl.lit(index, pl.Int32)).otherwise(step)
     every = [s for _, group in NCCL_INIT_STEPS[1:-1] for s in group]
-    found = (ctx.rows.filter(pl.col("host").is_in(mine["host"].unique().to_list())
+    found = (ctx.rows_of(mine["file_id"].unique().to_list())
+             .filter(pl.col("host").is_in(mine["host"].unique().to_list())
                              & pl.col("pid").is_in(mine["pid"].unique().to_list())
                              & pl.col("text").str.contains_any(every))
              .select(pl.col("host").cast(pl.String), pl.col("pid").cast(pl.Int64),

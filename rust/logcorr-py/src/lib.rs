@@ -170,6 +170,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("PATTERNS", patterns)?;
     m.add_class::<ArrowBatch>()?;
     m.add_class::<set::LogSet>()?;
+    m.add_class::<set::RowsOf>()?;
     m.add("MAX_PARTS", logcorr_scan::parts::MAX_PARTS)?;
     Ok(())
 }

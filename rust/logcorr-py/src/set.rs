@@ -2,16 +2,23 @@
 //! progress is reported and Ctrl-C is heard between chunks); each chunk's work runs with the
 //! GIL released.
 
-use std::collections::{HashMap, HashSet};
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
+use std::sync::Arc;
 
+use arrow_array::RecordBatch;
+use logcorr_scan::attribute::Attributed;
 use logcorr_scan::attribute::{Attributor, Coordinates, Whole, EVIDENCE};
 use logcorr_scan::clock::Clock;
+use logcorr_scan::gather::Event;
 use logcorr_scan::gather::{Gather, Selection};
+use logcorr_scan::keys::Keys;
+use logcorr_scan::model::Columns;
 use logcorr_scan::model::Role;
-use logcorr_scan::pass::{AttributePass, SurveyPass};
+use logcorr_scan::pass::{AttributePass, Step};
+use logcorr_scan::pipeline::{runs, AttributeRun, Plan, SurveyRun};
 use logcorr_scan::scan::FileSpec;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -22,11 +29,21 @@ use crate::arrow::{attributed_batch, events_batch, keys_batch, tally_batches, Ar
 #[pyclass(module = "logcorr._core")]
 pub struct LogSet {
     files: Vec<FileSpec>,
-    chunk_bytes: usize,
-    max_rows: usize,
-    survey: Option<SurveyPass>,
-    attribute: Option<AttributePass>,
+    plan: Plan,
+    survey: Option<SurveyRun>,
+    /// Pass 1's chunks' first and last files (the runs of pass 2 follow from them).
+    spans: Vec<(u32, u32)>,
+    attribute: Option<AttributeRun<RecordBatch>>,
     warnings: Vec<String>,
+    /// The whole-set tables and key rows, for a second reading of some files.
+    tables: Option<(Arc<Whole>, Arc<Keys>)>,
+    /// The event rows of the chunks handed over since they were last taken.
+    events: Vec<Event>,
+}
+
+/// A core error (a panic caught in a worker) as the Python exception the CLI reports.
+fn internal(message: String) -> PyErr {
+    pyo3::exceptions::PyRuntimeError::new_err(message)
 }
 
 fn role(name: Option<String>) -> PyResult<Option<Role>> {
@@ -38,11 +55,14 @@ fn role(name: Option<String>) -> PyResult<Option<Role>> {
 
 #[pymethods]
 impl LogSet {
+    /// `threads`: workers that parse or attribute at once.
     #[new]
+    #[pyo3(signature = (files, chunk_bytes, max_rows, threads=1))]
     fn new(
         files: Vec<(u32, Bound<'_, PyBytes>, String)>,
         chunk_bytes: usize,
         max_rows: usize,
+        threads: usize,
     ) -> LogSet {
         let files: Vec<FileSpec> = files
             .into_iter()
@@ -52,14 +72,21 @@ impl LogSet {
                 display,
             })
             .collect();
-        let survey = Some(SurveyPass::new(files.clone(), chunk_bytes, max_rows));
-        LogSet {
-            files,
+        let plan = Plan {
             chunk_bytes,
             max_rows,
+            threads: threads.max(1),
+        };
+        let survey = Some(SurveyRun::start(files.clone(), plan));
+        LogSet {
+            files,
+            plan,
             survey,
+            spans: Vec::new(),
             attribute: None,
             warnings: Vec::new(),
+            tables: None,
+            events: Vec::new(),
         }
     }
 
@@ -69,8 +96,12 @@ impl LogSet {
             .survey
             .as_mut()
             .ok_or_else(|| PyValueError::new_err("pass 1 is over"))?;
-        let done = py.detach(|| pass.step());
-        self.warnings.append(&mut pass.scanner.reader.warnings);
+        let done = py.detach(|| pass.step()).map_err(internal)?;
+        if done.is_none() {
+            if let Ok(mut warnings) = pass.warnings.lock() {
+                self.warnings.append(&mut warnings);
+            }
+        }
         Ok(done)
     }
 
@@ -101,7 +132,7 @@ impl LogSet {
     #[allow(clippy::too_many_arguments)]
     #[pyo3(signature = (proc, evidence, conflict, roles, eff_host, crowded, shared, file_procs,
                         local_ranks, processes, file_nodes, file_names, first_dated, median,
-                        wrap_default, clock_offsets, events))]
+                        wrap_default, clock_offsets, events, keep=None))]
     fn start_attribution(
         &mut self,
         proc: Vec<Option<u32>>,
@@ -121,12 +152,13 @@ impl LogSet {
         wrap_default: Option<i64>,
         clock_offsets: Vec<(String, i64)>,
         events: (Vec<String>, String, String, Vec<String>, usize),
+        keep: Option<usize>,
     ) -> PyResult<()> {
         let (stems, child_died, glog_fatal, progress, wrap_min) = events;
         let selection = Selection::new(&stems, &child_died, &glog_fatal, &progress, wrap_min)
             .map_err(PyValueError::new_err)?;
         let files_with_nodes: HashSet<u32> = file_nodes.iter().map(|(f, _)| *f).collect();
-        let pass = self
+        let mut pass = self
             .survey
             .take()
             .ok_or_else(|| PyValueError::new_err("pass 1 is over"))?;
@@ -166,22 +198,40 @@ impl LogSet {
             },
             clock_offsets: clock_offsets.into_iter().collect(),
         };
-        let attributor = Attributor::new(
-            whole,
-            pass.survey.keys,
-            Gather::new(selection, files_with_nodes),
+        let spans = std::mem::take(&mut pass.spans);
+        let keys = std::mem::take(&mut pass.survey.keys);
+        drop(pass);
+        let (whole, keys) = (Arc::new(whole), Arc::new(keys));
+        self.tables = Some((whole.clone(), keys.clone()));
+        let gather = Gather::new(selection, files_with_nodes);
+        // (the lean view hands over each file's first `keep` rows and each chunk's last `keep`
+        // rows of each file; else every row)
+        let convert = Arc::new(
+            move |columns: &mut Columns,
+                  attributed: &Attributed,
+                  handed: &mut HashMap<u32, usize>| match keep {
+                None => attributed_batch(columns, attributed),
+                Some(keep) => {
+                    let rows = ends(&columns.file_id, handed, keep);
+                    attributed_batch(&mut columns.select(&rows), &attributed.select(&rows))
+                }
+            },
         );
-        self.attribute = Some(AttributePass::new(
+        self.spans = spans.clone();
+        self.attribute = Some(AttributeRun::start(
             self.files.clone(),
-            self.chunk_bytes,
-            self.max_rows,
-            attributor,
+            runs(&spans),
+            self.plan,
+            (whole, keys),
+            gather,
+            convert,
         ));
         Ok(())
     }
 
-    /// Pass 2 on the next chunk: (its rows as the runs store them, [(file, key or None)] of
-    /// files whose waiting rows were placed, bytes); None at the end.
+    /// Pass 2 on the next chunk (as the workers finish them): (its rows as the runs store
+    /// them, or in the lean view the rows it keeps; [(file, key or None)] of files whose
+    /// waiting rows were placed; bytes); None at the end.
     #[allow(clippy::type_complexity)]
     fn attribute_step(
         &mut self,
@@ -191,17 +241,34 @@ impl LogSet {
             .attribute
             .as_mut()
             .ok_or_else(|| PyValueError::new_err("pass 2 has not started"))?;
-        let step = py.detach(|| {
-            pass.step().map(|(mut columns, attributed, bytes)| {
-                let settled = attributed
-                    .settled
-                    .iter()
-                    .map(|s| (s.file_id, s.key))
-                    .collect::<Vec<_>>();
-                (attributed_batch(&mut columns, &attributed), settled, bytes)
-            })
-        });
-        Ok(step.map(|(batch, settled, bytes)| (ArrowBatch::new(batch), settled, bytes)))
+        let Some(done) = py.detach(|| pass.step()).map_err(internal)? else {
+            return Ok(None);
+        };
+        self.events.extend(done.events);
+        Ok(Some((
+            ArrowBatch::new(done.output),
+            done.settled,
+            done.bytes,
+        )))
+    }
+
+    /// Pass 2 again over the files `file_ids` only (the chunks that hold none of them are read,
+    /// not parsed): their rows, a chunk at a time, for the diagnosis's lookups.
+    fn rows_of(&self, file_ids: Vec<u32>) -> PyResult<RowsOf> {
+        let (whole, keys) = self
+            .tables
+            .clone()
+            .ok_or_else(|| PyValueError::new_err("pass 2 has not started"))?;
+        let attributor = Attributor::new(whole, keys, None);
+        let wanted: HashSet<u32> = file_ids.into_iter().collect();
+        let pass = AttributePass::new(
+            self.files.clone(),
+            self.plan.chunk_bytes,
+            self.plan.max_rows,
+            attributor,
+            Some(wanted.clone()),
+        );
+        Ok(RowsOf { pass, wanted })
     }
 
     /// The event rows gathered since the last call (a record batch), taken.
@@ -210,7 +277,8 @@ impl LogSet {
             .attribute
             .as_mut()
             .ok_or_else(|| PyValueError::new_err("pass 2 has not started"))?;
-        let events = std::mem::take(&mut pass.attributor.gather.events);
+        let _ = pass;
+        let events = std::mem::take(&mut self.events);
         Ok(ArrowBatch::new(events_batch(&events)))
     }
 
@@ -221,8 +289,8 @@ impl LogSet {
             .attribute
             .as_ref()
             .ok_or_else(|| PyValueError::new_err("pass 2 has not started"))?;
-        let a = &pass.attributor;
-        let t = &a.gather.tally;
+        let tally = pass.tally();
+        let t = &tally;
         let out = PyDict::new(py);
         out.set_item("lines", t.lines)?;
         let evidence: HashMap<&str, u64> = t
@@ -235,7 +303,12 @@ impl LogSet {
         out.set_item("notes", t.notes.clone())?;
         out.set_item("capped", t.capped)?;
         out.set_item("procs", t.procs.iter().copied().collect::<Vec<_>>())?;
-        let (people, last, progress, file_procs) = tally_batches(t, &a.whole.eff_host);
+        let whole = &self
+            .tables
+            .as_ref()
+            .ok_or_else(|| PyValueError::new_err("pass 2 has not started"))?
+            .0;
+        let (people, last, progress, file_procs) = tally_batches(t, &whole.eff_host);
         out.set_item("people", ArrowBatch::new(people))?;
         out.set_item("last", ArrowBatch::new(last))?;
         out.set_item("progress", ArrowBatch::new(progress))?;
@@ -246,5 +319,57 @@ impl LogSet {
     /// The warnings so far (files that stopped early), taken.
     fn take_warnings(&mut self) -> Vec<String> {
         std::mem::take(&mut self.warnings)
+    }
+}
+
+/// The rows of a chunk the lean view keeps: each file's first `keep` rows of all (`heads`
+/// counts what was handed over), and the chunk's last `keep` rows of each file.
+fn ends(files: &[u32], heads: &mut HashMap<u32, usize>, keep: usize) -> Vec<usize> {
+    let mut rows = Vec::new();
+    let mut start = 0;
+    while start < files.len() {
+        let file = files[start];
+        let end = start + files[start..].iter().take_while(|&&f| f == file).count();
+        let given = heads.entry(file).or_default();
+        let head_end = start + keep.saturating_sub(*given).min(end - start);
+        *given += head_end - start;
+        let tail_start = end.saturating_sub(keep).max(head_end);
+        rows.extend(start..head_end);
+        rows.extend(tail_start..end);
+        start = end;
+    }
+    rows
+}
+
+/// Rows of some files read again (`LogSet.rows_of`), a chunk at a time.
+#[pyclass(module = "logcorr._core")]
+pub struct RowsOf {
+    pass: AttributePass,
+    wanted: HashSet<u32>,
+}
+
+#[pymethods]
+impl RowsOf {
+    /// The next chunk's rows of the wanted files; None at the end.
+    fn next_chunk(&mut self, py: Python<'_>) -> Option<ArrowBatch> {
+        let (pass, wanted) = (&mut self.pass, &self.wanted);
+        let batch = py.detach(|| loop {
+            match pass.step()? {
+                Step::Skipped(_) => continue,
+                Step::Attributed(columns, attributed, _) => {
+                    let rows: Vec<usize> = (0..columns.len())
+                        .filter(|&r| wanted.contains(&columns.file_id[r]))
+                        .collect();
+                    if rows.is_empty() {
+                        continue;
+                    }
+                    return Some(attributed_batch(
+                        &mut columns.select(&rows),
+                        &attributed.select(&rows),
+                    ));
+                }
+            }
+        })?;
+        Some(ArrowBatch::new(batch))
     }
 }

@@ -2,7 +2,8 @@
 //! tables (`Whole`: what each key row resolved to, which files belong to one process, the
 //! clock) and its neighbours (the record grammar, a file's time so far).
 
-use std::collections::{HashMap, HashSet};
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
+use std::sync::Arc;
 
 use crate::clock::{self, Clock, FileTime, Stamp};
 use crate::gather::{Counted, Event, Gather};
@@ -110,17 +111,43 @@ pub struct Attributed {
     pub settled: Vec<Settled>,
 }
 
+impl Attributed {
+    /// The rows `rows` of these columns.
+    pub fn select(&self, rows: &[usize]) -> Attributed {
+        let mut out = Attributed::default();
+        for &row in rows {
+            out.file.push(self.file.get(row));
+            out.ts.push(self.ts.get(row));
+            out.role.push(self.role[row]);
+            out.host.push(self.host.get(row));
+            for (mine, theirs) in out.coordinates.iter_mut().zip(&self.coordinates) {
+                mine.push(theirs[row]);
+            }
+            out.evidence.push(self.evidence[row]);
+            out.stream.push(self.stream.get(row));
+            out.proc.push(self.proc[row]);
+            out.record.push(self.record[row]);
+            out.why.push(self.why[row]);
+            out.ts_full.push(self.ts_full[row]);
+            out.ts_note.push(self.ts_note[row]);
+            out.sk.push(self.sk[row]);
+            out.next.push(self.next.get(row));
+        }
+        out
+    }
+}
+
 /// Lines a file's first time may be waited for before they are placed last.
 pub const WAITING_ROWS: usize = 1_000_000;
 
 /// The pass-2 state: whole-set tables and each file's state.
 pub struct Attributor {
-    pub whole: Whole,
-    pub keys: Keys,
+    pub whole: Arc<Whole>,
+    pub keys: Arc<Keys>,
     files: HashMap<u32, FileState>,
     last_file: Option<u32>,
-    /// The counts and event rows of every line attributed.
-    pub gather: Gather,
+    /// The counts and event rows of every line attributed (none in a second reading).
+    pub gather: Option<Gather>,
     /// The keys of each chunk's rows (the last chunk's), kept to gather them.
     keys_seen: Vec<KeyId>,
 }
@@ -136,6 +163,18 @@ pub struct Ahead {
 }
 
 impl Ahead {
+    /// The first row of a chunk that is not read (it starts another file than the one of
+    /// interest: only its file counts).
+    pub fn elsewhere(file_id: u32) -> Ahead {
+        Ahead {
+            file_id,
+            line: 0,
+            part: 0,
+            starts: true,
+            text: String::new(),
+        }
+    }
+
     pub fn of(c: &Columns, row: usize) -> Ahead {
         Ahead {
             file_id: c.file_id[row],
@@ -205,11 +244,11 @@ struct Step {
 }
 
 impl Attributor {
-    pub fn new(whole: Whole, keys: Keys, gather: Gather) -> Attributor {
+    pub fn new(whole: Arc<Whole>, keys: Arc<Keys>, gather: Option<Gather>) -> Attributor {
         Attributor {
             whole,
             keys,
-            files: HashMap::new(),
+            files: HashMap::default(),
             last_file: None,
             gather,
             keys_seen: Vec::new(),
@@ -225,7 +264,7 @@ impl Attributor {
         }
         // a record with a line whose group rank its file's process has in no group is
         // another process's (within the chunk, as a window over the record)
-        let mut foreign: HashSet<(u32, u64)> = HashSet::new();
+        let mut foreign: HashSet<(u32, u64)> = HashSet::default();
         for (row, step) in steps.iter().enumerate() {
             if step.alien {
                 foreign.insert((c.file_id[row], step.head_seq));
@@ -247,9 +286,13 @@ impl Attributor {
         self.settle(c, &ended, &mut out);
         self.keys_seen.clear();
         self.keys_seen.extend(keys.iter().take(c.len()));
-        self.gather_chunk(c, &out);
-        for settled in &out.settled {
-            self.gather.settle(settled.file_id, settled.key);
+        if self.gather.is_some() {
+            self.gather_chunk(c, &out);
+        }
+        if let Some(gather) = &mut self.gather {
+            for settled in &out.settled {
+                gather.settle(settled.file_id, settled.key);
+            }
         }
         for state in self.files.values_mut() {
             state.grammar.prune();
@@ -260,6 +303,9 @@ impl Attributor {
     /// Gather every row of an attributed chunk (those still waiting for their file's first
     /// time are set aside until it comes).
     fn gather_chunk(&mut self, c: &Columns, out: &Attributed) {
+        let Some(gather) = &mut self.gather else {
+            return;
+        };
         for row in 0..c.len() {
             let key = self.keys_seen[row];
             let text = c.text.get(row);
@@ -280,47 +326,44 @@ impl Attributor {
                 why: out.why[row],
                 note: out.ts_note[row],
                 capped: c.capped[row] == Some(true),
-                progress: proc.is_some() && ts_full.is_some() && self.gather.progress(text),
+                progress: proc.is_some() && ts_full.is_some() && gather.progress(text),
             };
             let next = out.next.get(row);
-            let other = self.gather.other(
+            let other = gather.other(
                 text,
                 msg,
                 c.comm_id.spans[row].is_some(),
                 c.torch_rank[row].is_some(),
             );
-            let event = self
-                .gather
-                .event_text(text, msg, next, other)
-                .map(|text| Event {
-                    sk: 0,
-                    file_id: c.file_id[row],
-                    line: c.line[row],
-                    part: c.part[row],
-                    text,
-                    proc,
-                    role: out.role[row],
-                    ts_full,
-                    host: out.host.get(row).map(str::to_string),
-                    pid: c.pid[row],
-                    record: out.record[row],
-                    starts_record: c.starts_record[row],
-                    torch_rank: c.torch_rank[row],
-                    pg_desc: c.pg_desc.get(row).map(str::to_string),
-                    pg_rank: c.pg_rank[row],
-                    seq: c.seq[row],
-                    op: c.op.get(row).map(str::to_string),
-                    last_enqueued: c.last_enqueued[row],
-                    last_completed: c.last_completed[row],
-                    comm: c.comm.get(row).map(str::to_string),
-                    comm_id: c.comm_id.get(row).map(str::to_string),
-                    comm_rank: c.comm_rank[row],
-                    comm_nranks: c.comm_nranks[row],
-                    nccl_phase: c.nccl_phase.get(row).map(str::to_string),
-                    next: next.map(str::to_string),
-                    stream: out.stream.get(row).map(str::to_string),
-                });
-            self.gather.add(counted, event, out.sk[row]);
+            let event = gather.event_text(text, msg, next, other).map(|text| Event {
+                sk: 0,
+                file_id: c.file_id[row],
+                line: c.line[row],
+                part: c.part[row],
+                text,
+                proc,
+                role: out.role[row],
+                ts_full,
+                host: out.host.get(row).map(str::to_string),
+                pid: c.pid[row],
+                record: out.record[row],
+                starts_record: c.starts_record[row],
+                torch_rank: c.torch_rank[row],
+                pg_desc: c.pg_desc.get(row).map(str::to_string),
+                pg_rank: c.pg_rank[row],
+                seq: c.seq[row],
+                op: c.op.get(row).map(str::to_string),
+                last_enqueued: c.last_enqueued[row],
+                last_completed: c.last_completed[row],
+                comm: c.comm.get(row).map(str::to_string),
+                comm_id: c.comm_id.get(row).map(str::to_string),
+                comm_rank: c.comm_rank[row],
+                comm_nranks: c.comm_nranks[row],
+                nccl_phase: c.nccl_phase.get(row).map(str::to_string),
+                next: next.map(str::to_string),
+                stream: out.stream.get(row).map(str::to_string),
+            });
+            gather.add(counted, event, out.sk[row]);
         }
     }
 
@@ -530,13 +573,13 @@ impl Attributor {
     /// the chunk; a file's rows held from earlier chunks are settled when it comes (or when
     /// the file ends without one, or too many waited: they sort last).
     fn settle(&mut self, c: &Columns, ended: &[u32], out: &mut Attributed) {
-        let mut first: HashMap<u32, i64> = HashMap::new();
+        let mut first: HashMap<u32, i64> = HashMap::default();
         for row in (0..c.len()).rev() {
             if let Some(sk) = out.sk[row] {
                 first.insert(c.file_id[row], sk);
             }
         }
-        let mut waiting: HashMap<u32, usize> = HashMap::new();
+        let mut waiting: HashMap<u32, usize> = HashMap::default();
         for row in 0..c.len() {
             if out.sk[row].is_none() {
                 match first.get(&c.file_id[row]) {

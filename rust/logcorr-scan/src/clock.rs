@@ -13,7 +13,7 @@
 //! * The sort key is the running maximum of the (host-shifted) time within the file: a file's
 //!   own order is never changed; its lines before its first time take that first time.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 pub const MICROS: i64 = 1_000_000;
 pub const DAY: i64 = 86_400 * MICROS;

@@ -6,21 +6,63 @@
 //! A line is gathered once its sort key is known: the opening lines of a file that wait for
 //! its first time are set aside (compactly) and gathered when it comes.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 
-use aho_corasick::{AhoCorasick, MatchKind};
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
+
+use aho_corasick::{AhoCorasick, AhoCorasickKind, MatchKind};
 use regex::Regex;
 
 use crate::attribute::Coordinates;
 use crate::keys::KeyId;
-use crate::text::len_chars;
+use crate::text::{len_chars, Literal};
+use memchr::memmem::Finder;
+
+static PROCESS: Literal = Literal::new(|| Finder::new("Process "));
+/// (glog's fatal severity is a `[F` before its stamp)
+static GLOG_F: Literal = Literal::new(|| Finder::new("[F"));
+
+/// A set of literals, one of which a text may hold: a packed (SIMD) searcher when the set is
+/// small enough, else an automaton.
+#[derive(Clone)]
+enum Literals {
+    Packed(aho_corasick::packed::Searcher),
+    Automaton(AhoCorasick),
+}
+
+impl Literals {
+    fn new(patterns: &[String]) -> Result<Literals, String> {
+        let packed = aho_corasick::packed::Config::new()
+            .match_kind(aho_corasick::packed::MatchKind::LeftmostFirst)
+            .builder()
+            .extend(patterns)
+            .build();
+        if let Some(searcher) = packed {
+            return Ok(Literals::Packed(searcher));
+        }
+        AhoCorasick::builder()
+            .match_kind(MatchKind::LeftmostFirst)
+            .kind(Some(AhoCorasickKind::DFA))
+            .build(patterns)
+            .map(Literals::Automaton)
+            .map_err(|e| e.to_string())
+    }
+
+    fn is_match(&self, text: &str) -> bool {
+        match self {
+            Literals::Packed(searcher) => searcher.find(text).is_some(),
+            Literals::Automaton(automaton) => automaton.is_match(text),
+        }
+    }
+}
 
 /// Sort keys of lines without a time: after every timed line.
 pub const NO_TIME: i64 = i64::MAX;
 
 /// What makes a line an event row, and a progress line (from the diagnosis's vocabulary).
+#[derive(Clone)]
 pub struct Selection {
-    stems: AhoCorasick,
+    stems: Literals,
     /// The longest stem, in characters (the seam of a hard-wrapped line read on each side).
     longest: usize,
     child_died: Regex,
@@ -41,11 +83,12 @@ impl Selection {
         let build = |patterns: &[String]| {
             AhoCorasick::builder()
                 .match_kind(MatchKind::LeftmostFirst)
+                .kind(Some(AhoCorasickKind::DFA))
                 .build(patterns)
                 .map_err(|e| e.to_string())
         };
         Ok(Selection {
-            stems: build(stems)?,
+            stems: Literals::new(stems)?,
             longest: stems.iter().map(|s| s.chars().count()).max().unwrap_or(0),
             child_died: Regex::new(child_died).map_err(|e| e.to_string())?,
             glog_fatal: Regex::new(glog_fatal).map_err(|e| e.to_string())?,
@@ -121,7 +164,7 @@ pub struct Last {
 }
 
 /// The counts of the lines gathered so far.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct Tally {
     pub lines: u64,
     pub evidence: HashMap<u8, u64>,
@@ -138,7 +181,53 @@ pub struct Tally {
 }
 
 impl Tally {
-    fn add(&mut self, row: &Counted, sk: i64, files_with_nodes: &std::collections::HashSet<u32>) {
+    /// Add the counts of other lines (another worker's).
+    pub fn merge(&mut self, other: Tally) {
+        self.lines += other.lines;
+        for (e, n) in other.evidence {
+            *self.evidence.entry(e).or_default() += n;
+        }
+        for (w, n) in other.why {
+            *self.why.entry(w).or_default() += n;
+        }
+        for (w, n) in other.notes {
+            *self.notes.entry(w).or_default() += n;
+        }
+        self.capped += other.capped;
+        self.procs.extend(other.procs);
+        for (key, person) in other.people {
+            match self.people.get_mut(&key) {
+                None => {
+                    self.people.insert(key, person);
+                }
+                Some(mine) => {
+                    mine.lines += person.lines;
+                    if person.first < mine.first {
+                        mine.first = person.first;
+                        mine.coordinates = person.coordinates;
+                    }
+                }
+            }
+        }
+        for (proc, last) in other.last {
+            let mine = self.last.entry(proc).or_insert(last);
+            mine.ts_full = mine.ts_full.max(last.ts_full);
+            if last.at > mine.at {
+                mine.at = last.at;
+            }
+        }
+        for (proc, ts) in other.progress {
+            let mine = self.progress.entry(proc).or_insert(ts);
+            *mine = (*mine).max(ts);
+        }
+        for (key, (n, line)) in other.file_procs {
+            let mine = self.file_procs.entry(key).or_insert((0, line));
+            mine.0 += n;
+            mine.1 = mine.1.min(line);
+        }
+    }
+
+    fn add(&mut self, row: &Counted, sk: i64, files_with_nodes: &HashSet<u32>) {
         self.lines += 1;
         if let Some(e) = row.evidence {
             *self.evidence.entry(e).or_default() += 1;
@@ -189,23 +278,24 @@ impl Tally {
 }
 
 /// The counts, each chunk's event rows, and what waits for a file's first time.
+#[derive(Clone)]
 pub struct Gather {
     pub selection: Selection,
     pub tally: Tally,
-    pub files_with_nodes: std::collections::HashSet<u32>,
+    pub files_with_nodes: HashSet<u32>,
     /// The event rows gathered since they were last taken.
     pub events: Vec<Event>,
     waiting: HashMap<u32, (Vec<Counted>, Vec<Event>)>,
 }
 
 impl Gather {
-    pub fn new(selection: Selection, files_with_nodes: std::collections::HashSet<u32>) -> Gather {
+    pub fn new(selection: Selection, files_with_nodes: HashSet<u32>) -> Gather {
         Gather {
             selection,
             tally: Tally::default(),
             files_with_nodes,
             events: Vec::new(),
-            waiting: HashMap::new(),
+            waiting: HashMap::default(),
         }
     }
 
@@ -281,8 +371,8 @@ impl Gather {
         let s = &self.selection;
         comm_id
             || torch_rank
-            || (text.contains("Process ") && s.child_died.is_match(text))
-            || s.glog_fatal.is_match(text)
+            || (PROCESS.find(text).is_some() && s.child_died.is_match(text))
+            || (GLOG_F.find(text).is_some() && s.glog_fatal.is_match(text))
             || msg.is_some_and(|m| s.child_died.is_match(m))
     }
 }

@@ -21,7 +21,7 @@
 //! record's process is its header's, or the first one a line inside it names, from that line on
 //! (none once two disagree).
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 use crate::model::{Role, Source};
 use crate::patterns as p;

@@ -145,13 +145,39 @@ impl Keys {
         id
     }
 
-    /// The number of a part's key, which pass 1 added.
-    pub fn find(&mut self, file_id: u32, f: &Fields<'_>) -> Option<KeyId> {
-        let mut buf = std::mem::take(&mut self.buffer);
-        encode(file_id, f, &mut buf);
-        let id = self.index.get(buf.as_slice()).copied();
-        self.buffer = buf;
-        id
+    /// The number of a part's key, which pass 1 added (`buf`: room to write the key in).
+    pub fn find(&self, file_id: u32, f: &Fields<'_>, buf: &mut Vec<u8>) -> Option<KeyId> {
+        encode(file_id, f, buf);
+        self.index.get(buf.as_slice()).copied()
+    }
+
+    /// Add the keys of `other` (a later part of the set), their counts and first lines merged;
+    /// returns the number here of each of `other`'s keys.
+    pub fn merge(&mut self, other: &Keys) -> Vec<KeyId> {
+        let mut buf = Vec::new();
+        (0..other.len())
+            .map(|id| {
+                let f = other.rows.fields(id);
+                encode(other.rows.file_id[id], &f, &mut buf);
+                match self.index.get(buf.as_slice()).copied() {
+                    Some(mine) => {
+                        self.counts[mine as usize] += other.counts[id];
+                        let first = &mut self.first_line[mine as usize];
+                        *first = (*first).min(other.first_line[id]);
+                        mine
+                    }
+                    None => {
+                        let mine = self.counts.len() as KeyId;
+                        self.index.insert(buf.clone().into_boxed_slice(), mine);
+                        self.rows
+                            .push(other.rows.file_id[id], other.rows.line[id], &f, None);
+                        self.counts.push(other.counts[id]);
+                        self.first_line.push(other.first_line[id]);
+                        mine
+                    }
+                }
+            })
+            .collect()
     }
 
     pub fn len(&self) -> usize {

@@ -18,6 +18,7 @@ pub mod parse;
 pub mod parts;
 pub mod pass;
 pub mod patterns;
+pub mod pipeline;
 pub mod read;
 pub mod scan;
 pub mod stamp;

@@ -305,6 +305,62 @@ fn role_code(role: Role) -> u8 {
 }
 
 impl Columns {
+    /// Row `row`'s fields (borrowing the columns' strings).
+    pub fn fields(&self, row: usize) -> Fields<'_> {
+        fn s(c: &StrColumn, row: usize) -> Option<Cow<'_, str>> {
+            c.get(row).map(Cow::Borrowed)
+        }
+        Fields {
+            part: self.part[row],
+            text: Cow::Borrowed(self.text.get(row)),
+            msg: s(&self.msg, row),
+            source: Source::ALL[self.source[row] as usize],
+            role: self.role[row].map(|r| ROLES[r as usize]),
+            starts_record: self.starts_record[row],
+            ts: self.ts[row],
+            ts_has_date: self.ts_has_date[row],
+            ts_has_year: self.ts_has_year[row],
+            wrap_ts: self.wrap_ts[row],
+            stream: s(&self.stream, row),
+            host: s(&self.host, row),
+            pid: self.pid[row],
+            tid: self.tid[row],
+            device_id: self.device_id[row],
+            prefix: std::array::from_fn(|i| self.prefix[i][row]),
+            torch_rank: self.torch_rank[row],
+            pg_id: self.pg_id[row],
+            pg_guid: s(&self.pg_guid, row),
+            pg_desc: s(&self.pg_desc, row),
+            pg_rank: self.pg_rank[row],
+            seq: self.seq[row],
+            op: s(&self.op, row),
+            last_enqueued: self.last_enqueued[row],
+            last_completed: self.last_completed[row],
+            comm: s(&self.comm, row),
+            comm_id: s(&self.comm_id, row),
+            comm_rank: self.comm_rank[row],
+            comm_nranks: self.comm_nranks[row],
+            nccl_phase: s(&self.nccl_phase, row),
+            gloo_rank: self.gloo_rank[row],
+            gloo_size: self.gloo_size[row],
+            link_pid: self.link_pid[row],
+            proctitle: s(&self.proctitle, row),
+            server_args: self.server_args[row],
+            capped: self.capped[row],
+            main: self.main[row],
+            exc: self.exc[row],
+        }
+    }
+
+    /// The rows `rows` of these columns (their texts copied).
+    pub fn select(&self, rows: &[usize]) -> Columns {
+        let mut out = Columns::default();
+        for &row in rows {
+            out.push(self.file_id[row], self.line[row], &self.fields(row), None);
+        }
+        out
+    }
+
     pub fn len(&self) -> usize {
         self.file_id.len()
     }

@@ -346,24 +346,42 @@ fn local(f: &mut Fields<'_>) {
         && (HIT.find(text).is_some()
             || TRACEBACK.find(text).is_some()
             || FATAL.find(text).is_some());
-    if f.role.is_none() && may_hold_stem(text) {
-        // (the first stem in the list's order that the text holds, wherever it stands)
-        let stem = p::ROLE_STEMS.iter().find(|(stem, _)| text.contains(stem));
-        f.role = stem.and_then(|(_, role)| Role::from_name(role));
+    if f.role.is_none() {
+        f.role = stem_role(text);
     }
 }
 
-/// Whether a text may hold a stem of `patterns::ROLE_STEMS`: each holds `hit an exception`
-/// or `Exception in `, or starts with `] ` and a letter one of the others starts with.
-fn may_hold_stem(text: &str) -> bool {
+/// The role the first stem of `patterns::ROLE_STEMS` (in the list's order) that the text holds
+/// names. A stem starts with `] ` (looked for where the text has one), or holds `hit an
+/// exception` or `Exception in ` (looked for only when the text does).
+fn stem_role(text: &str) -> Option<Role> {
     let bytes = text.as_bytes();
-    let behind = memchr::memchr_iter(b']', bytes).any(|at| {
-        bytes.get(at + 1) == Some(&b' ')
-            && bytes
-                .get(at + 2)
-                .is_some_and(|b| b"DTSLKMCPIWm".contains(b))
-    });
-    behind || HIT.find(text).is_some() || EXCEPTION_IN.find(text).is_some()
+    let mut first: Option<usize> = None;
+    for at in memchr::memchr_iter(b']', bytes) {
+        if bytes.get(at + 1) != Some(&b' ') {
+            continue;
+        }
+        let rest = &text[at..];
+        for (index, (stem, _)) in p::ROLE_STEMS.iter().enumerate() {
+            if first.is_some_and(|f| f <= index) {
+                break;
+            }
+            if stem.starts_with("] ") && rest.starts_with(stem) {
+                first = Some(index);
+            }
+        }
+    }
+    if HIT.find(text).is_some() || EXCEPTION_IN.find(text).is_some() {
+        for (index, (stem, _)) in p::ROLE_STEMS.iter().enumerate() {
+            if first.is_some_and(|f| f <= index) {
+                break;
+            }
+            if !stem.starts_with("] ") && text.contains(stem) {
+                first = Some(index);
+            }
+        }
+    }
+    first.and_then(|i| Role::from_name(p::ROLE_STEMS[i].1))
 }
 
 /// A host token that is another host of the chunk with a few characters glued in front, on a

@@ -2,9 +2,10 @@
 //! parsed again, each chunk with a look at the next one's first row).
 
 use crate::attribute::{Ahead, Attributed, Attributor};
-use crate::keys::KeyId;
 use crate::model::Columns;
-use crate::scan::{FileSpec, Scanner};
+use rustc_hash::FxHashSet as HashSet;
+
+use crate::scan::{Chunk, FileSpec, Scanner};
 use crate::survey::Survey;
 
 /// Pass 1 over the files, a chunk at a time.
@@ -31,12 +32,21 @@ impl SurveyPass {
     }
 }
 
-/// Pass 2 over the files, a chunk at a time.
+/// Pass 2 over the files (or some of them), a chunk at a time.
 pub struct AttributePass {
     scanner: Scanner,
     pub attributor: Attributor,
-    next: Option<(Columns, Vec<KeyId>, usize)>,
+    next: Option<Chunk>,
     started: bool,
+    /// Only these files' rows are wanted (a second reading for the diagnosis).
+    wanted: Option<HashSet<u32>>,
+}
+
+/// One chunk of pass 2: its parsed columns and what attribution adds, and its bytes; or a
+/// chunk passed over (bytes only).
+pub enum Step {
+    Attributed(Box<Columns>, Box<Attributed>, usize),
+    Skipped(usize),
 }
 
 impl AttributePass {
@@ -45,29 +55,41 @@ impl AttributePass {
         chunk_bytes: usize,
         max_rows: usize,
         attributor: Attributor,
+        wanted: Option<HashSet<u32>>,
     ) -> AttributePass {
         AttributePass {
             scanner: Scanner::new(files, chunk_bytes, max_rows),
             attributor,
             next: None,
             started: false,
+            wanted,
         }
     }
 
-    /// The next chunk attributed: its parsed columns and what attribution adds, and its bytes.
-    pub fn step(&mut self) -> Option<(Columns, Attributed, usize)> {
+    fn read(&mut self) -> Option<Chunk> {
+        self.scanner
+            .next_keyed(&self.attributor.keys, self.wanted.as_ref())
+    }
+
+    /// The next chunk attributed (or passed over).
+    pub fn step(&mut self) -> Option<Step> {
         if !self.started {
             self.started = true;
-            self.next = self.scanner.next_keyed(&mut self.attributor.keys);
+            self.next = self.read();
         }
-        let (columns, ids, bytes) = self.next.take()?;
-        self.next = self.scanner.next_keyed(&mut self.attributor.keys);
-        let ahead = self
-            .next
-            .as_ref()
-            .filter(|(c, _, _)| !c.is_empty())
-            .map(|(c, _, _)| Ahead::of(c, 0));
-        let attributed = self.attributor.attribute(&columns, &ids, ahead.as_ref());
-        Some((columns, attributed, bytes))
+        let chunk = self.next.take()?;
+        self.next = self.read();
+        let ahead = match &self.next {
+            Some(Chunk::Parsed(c, _, _)) if !c.is_empty() => Some(Ahead::of(c, 0)),
+            Some(Chunk::Skipped(file_id, _)) => Some(Ahead::elsewhere(*file_id)),
+            _ => None,
+        };
+        Some(match chunk {
+            Chunk::Parsed(columns, ids, bytes) => {
+                let attributed = self.attributor.attribute(&columns, &ids, ahead.as_ref());
+                Step::Attributed(columns, Box::new(attributed), bytes)
+            }
+            Chunk::Skipped(_, bytes) => Step::Skipped(bytes),
+        })
     }
 }

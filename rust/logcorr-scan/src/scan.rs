@@ -5,12 +5,14 @@
 //! a large file starts a chunk of its own (the chunks of two large files share no file).
 
 use std::collections::VecDeque;
+
+use rustc_hash::FxHashSet as HashSet;
 use std::io;
 use std::path::PathBuf;
 
 use crate::keys::{KeyId, Keys};
-use crate::model::{Columns, Fields};
-use crate::parse::{parse_chunk, parse_into, Line, Quick, Said, Sink};
+use crate::model::{Columns, Fields, NOWHERE};
+use crate::parse::{parse_chunk, parse_into, said_of, Line, Quick, Said, Sink};
 use crate::read::{split_lines, Blocks, Pieces, Problem};
 
 /// One input file: its number and where it is, and how to name it in a warning.
@@ -209,23 +211,32 @@ fn problem_warning(display: &str, problem: &Problem) -> String {
 struct Keyed<'k> {
     columns: Columns,
     ids: Vec<KeyId>,
-    keys: &'k mut Keys,
+    keys: &'k Keys,
+    buf: Vec<u8>,
 }
 
 impl Sink for Keyed<'_> {
     fn push(&mut self, file_id: u32, line: u32, fields: &Fields<'_>, at: Option<(u32, u32)>) {
         self.columns.push(file_id, line, fields, at);
         // (pass 1 saw every key the same bytes give; one it did not is a bug: KeyId::MAX)
-        self.ids
-            .push(self.keys.find(file_id, fields).unwrap_or(KeyId::MAX));
+        let id = self.keys.find(file_id, fields, &mut self.buf);
+        self.ids.push(id.unwrap_or(KeyId::MAX));
     }
+}
+
+/// A chunk as pass 2 reads it: parsed (its columns, key numbers and bytes), or passed over
+/// (it holds none of the files wanted: its first file and bytes).
+pub enum Chunk {
+    Parsed(Box<Columns>, Vec<KeyId>, usize),
+    Skipped(u32, usize),
 }
 
 /// Reads and parses files a chunk at a time, carrying what the last lines of a chunk say to
 /// the next one.
 pub struct Scanner {
     pub reader: ChunkReader,
-    said: Vec<Said>,
+    /// The last two lines of the chunk before (what they say is the next chunk's context).
+    previous: Vec<(u32, u32, String)>,
     quick: Vec<Quick>,
 }
 
@@ -240,45 +251,65 @@ impl Scanner {
     pub fn new(files: Vec<FileSpec>, chunk_bytes: usize, max_rows: usize) -> Scanner {
         Scanner {
             reader: ChunkReader::new(files, chunk_bytes, max_rows),
-            said: Vec::new(),
+            previous: Vec::new(),
             quick: Vec::new(),
         }
+    }
+
+    /// What the two lines before `raw` say (from the lines themselves, so that every reading
+    /// of the files gives a chunk the same context, however the chunks before were read).
+    fn before(&mut self, raw: &RawChunk) -> Vec<Said> {
+        let before = context(&self.previous);
+        self.previous = last_lines(&self.previous, raw);
+        before
     }
 
     /// The next chunk parsed into `sink`: its bytes of lines and its lines.
     pub fn next_into(&mut self, sink: &mut impl Sink) -> Option<(usize, usize)> {
         let raw = self.reader.next_chunk()?;
         let lines = raw.lines();
-        self.said = parse_into(&lines, &self.said, sink, &mut self.quick);
+        let before = self.before(&raw);
+        parse_into(&lines, &before, sink, &mut self.quick);
         Some((raw.bytes(), lines.len()))
     }
 
     /// The next chunk parsed into columns, with each part's key row number (`keys`: pass 1's),
-    /// and its bytes of lines.
-    pub fn next_keyed(&mut self, keys: &mut Keys) -> Option<(Columns, Vec<KeyId>, usize)> {
+    /// and its bytes of lines; a chunk that holds none of the `wanted` files (when given) is
+    /// read but not parsed.
+    pub fn next_keyed(&mut self, keys: &Keys, wanted: Option<&HashSet<u32>>) -> Option<Chunk> {
         let raw = self.reader.next_chunk()?;
+        let bytes = raw.bytes();
+        if let Some(wanted) = wanted {
+            if !raw.blocks.iter().any(|b| wanted.contains(&b.file_id)) {
+                return Some(Chunk::Skipped(
+                    raw.blocks.first().map_or(0, |b| b.file_id),
+                    bytes,
+                ));
+            }
+        }
         let lines = raw.lines();
         let mut keyed = Keyed {
             columns: Columns::default(),
             ids: Vec::new(),
             keys,
+            buf: Vec::new(),
         };
-        self.said = parse_into(&lines, &self.said, &mut keyed, &mut self.quick);
-        let bytes = raw.bytes();
+        let before = self.before(&raw);
+        parse_into(&lines, &before, &mut keyed, &mut self.quick);
         drop(lines);
         let Keyed {
             mut columns, ids, ..
         } = keyed;
         columns.text.blocks = raw.blocks.into_iter().map(|b| b.text).collect();
-        Some((columns, ids, bytes))
+        Some(Chunk::Parsed(Box::new(columns), ids, bytes))
     }
 
     /// The next chunk parsed.
     pub fn next_chunk(&mut self) -> Option<Parsed> {
         let raw = self.reader.next_chunk()?;
         let lines = raw.lines();
-        let (mut columns, said) = parse_chunk(&lines, &self.said);
-        self.said = said;
+        let before = self.before(&raw);
+        let (mut columns, _) = parse_chunk(&lines, &before);
         let (bytes, rows) = (raw.bytes(), lines.len());
         drop(lines);
         columns.text.blocks = raw.blocks.into_iter().map(|b| b.text).collect();
@@ -288,4 +319,39 @@ impl Scanner {
             rows,
         })
     }
+}
+
+/// The context of a chunk's first lines: what the two lines before it say.
+pub fn context(previous: &[(u32, u32, String)]) -> Vec<Said> {
+    let lines: Vec<Line<'_>> = previous
+        .iter()
+        .map(|(file_id, line, text)| Line {
+            file_id: *file_id,
+            line: *line,
+            text,
+            at: NOWHERE,
+        })
+        .collect();
+    said_of(&lines)
+}
+
+/// The last two lines read once `raw` is read (`previous`: the last two before it; a chunk
+/// of one line keeps the line before it), owned.
+pub fn last_lines(previous: &[(u32, u32, String)], raw: &RawChunk) -> Vec<(u32, u32, String)> {
+    let mut out: Vec<(u32, u32, String)> = Vec::new();
+    for block in raw.blocks.iter().rev() {
+        for (i, &(a, b)) in block.lines.iter().enumerate().rev() {
+            if out.len() == 2 {
+                break;
+            }
+            out.push((
+                block.file_id,
+                block.first_line + i as u32,
+                block.text[a..b].to_string(),
+            ));
+        }
+    }
+    out.extend(previous.iter().rev().take(2 - out.len()).cloned());
+    out.reverse();
+    out
 }

@@ -63,6 +63,30 @@ impl Sink for Survey {
 }
 
 impl Survey {
+    /// Add what a later part of the set found.
+    pub fn merge(&mut self, other: Survey) {
+        let mapping = self.keys.merge(&other.keys);
+        self.server_args.extend(other.server_args);
+        self.headers.extend(
+            other
+                .headers
+                .into_iter()
+                .map(|(second, key)| (second, mapping[key as usize])),
+        );
+        for (file_id, first, offset) in other.first_dated {
+            let at = *self.first_at.entry(file_id).or_insert_with(|| {
+                self.first_dated.push((file_id, None, None));
+                self.first_dated.len() - 1
+            });
+            let entry = &mut self.first_dated[at];
+            entry.1 = entry.1.or(first);
+            entry.2 = entry.2.or(offset);
+        }
+        for (ts, n) in other.dated {
+            *self.dated.entry(ts).or_default() += n;
+        }
+    }
+
     /// The wrapper offset (seconds) of files without one of their own: the set's one offset
     /// when the files that have one agree; UTC (0) when no line of the set has a date of its
     /// own; else none (no guess).

@@ -1,0 +1,465 @@
+//! Both passes on several threads, with the same answers as on one.
+//!
+//! Pass 1: one thread reads the files into chunks (each with what the two lines before it
+//! say), workers parse them into surveys of their own, and the caller merges the surveys in
+//! chunk order (so that key rows are numbered as one thread would number them).
+//!
+//! Pass 2: the chunks that carry state one to the next (a file's chunks, and small files read
+//! together) form *runs*; runs share nothing, so workers take a run each, read its files again
+//! and attribute them in order. The caller takes the chunks as they come (their order in the
+//! timeline is their sort key's).
+//!
+//! A panic in a worker (a bug: no input should cause one) ends the pass with an error naming
+//! the chunk's files; dropping a pass stops its threads.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+
+use crate::attribute::{Ahead, Attributed, Attributor, Whole};
+use crate::gather::{Event, Gather, Tally};
+use crate::keys::Keys;
+use crate::model::Columns;
+use crate::parse::{parse_into, Said};
+use crate::scan::{context, last_lines, Chunk, ChunkReader, FileSpec, RawChunk, Scanner};
+use crate::survey::Survey;
+
+/// How the files are read: chunk sizes and threads.
+#[derive(Clone, Copy, Debug)]
+pub struct Plan {
+    pub chunk_bytes: usize,
+    pub max_rows: usize,
+    /// Workers that parse (pass 1) or attribute (pass 2) at once (at least one).
+    pub threads: usize,
+}
+
+/// What a panic says, with the files of the chunk it happened in.
+fn panic_message(payload: Box<dyn std::any::Any + Send>, files: &str) -> String {
+    let what = payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic".to_string());
+    format!("internal error while reading {files}: {what}")
+}
+
+fn names(files: &[FileSpec], ids: impl Iterator<Item = u32>) -> String {
+    let mut shown: Vec<&str> = ids
+        .filter_map(|id| {
+            files
+                .iter()
+                .find(|f| f.file_id == id)
+                .map(|f| f.display.as_str())
+        })
+        .collect();
+    shown.dedup();
+    shown.join(", ")
+}
+
+/// The threads of a pass: stopped and joined when the pass is dropped.
+struct Workers {
+    cancel: Arc<AtomicBool>,
+    handles: Vec<JoinHandle<()>>,
+}
+
+impl Workers {
+    fn stop(&mut self) {
+        self.cancel.store(true, Ordering::SeqCst);
+        for handle in self.handles.drain(..) {
+            let _ = handle.join();
+        }
+    }
+}
+
+// ------------------------------------------------------------------------------- pass 1
+
+/// A chunk's survey, with its place.
+struct Surveyed {
+    index: usize,
+    survey: Survey,
+    bytes: usize,
+    rows: usize,
+    span: (u32, u32),
+}
+
+/// Pass 1 over the files on `plan.threads` workers.
+pub struct SurveyRun {
+    results: Option<Mutex<Receiver<Result<Surveyed, String>>>>,
+    waiting: BTreeMap<usize, Surveyed>,
+    next: usize,
+    pub survey: Survey,
+    pub lines: u64,
+    /// Each chunk's first and last file, in order.
+    pub spans: Vec<(u32, u32)>,
+    pub warnings: Arc<Mutex<Vec<String>>>,
+    workers: Workers,
+}
+
+type Work = (usize, RawChunk, Vec<Said>);
+
+impl SurveyRun {
+    pub fn start(files: Vec<FileSpec>, plan: Plan) -> SurveyRun {
+        let threads = plan.threads.max(1);
+        let cancel = Arc::new(AtomicBool::new(false));
+        let warnings = Arc::new(Mutex::new(Vec::new()));
+        let (work_tx, work_rx) = sync_channel::<Work>(threads * 2);
+        let work_rx = Arc::new(Mutex::new(work_rx));
+        let (done_tx, done_rx) = sync_channel::<Result<Surveyed, String>>(threads * 2);
+        let mut handles = Vec::new();
+        {
+            let (cancel, warnings, files) = (cancel.clone(), warnings.clone(), files.clone());
+            handles.push(std::thread::spawn(move || {
+                read_chunks(files, plan, &cancel, &warnings, &work_tx);
+            }));
+        }
+        for _ in 0..threads {
+            let (cancel, work_rx, done_tx, files) = (
+                cancel.clone(),
+                work_rx.clone(),
+                done_tx.clone(),
+                files.clone(),
+            );
+            handles.push(std::thread::spawn(move || {
+                survey_chunks(&files, &cancel, &work_rx, &done_tx);
+            }));
+        }
+        SurveyRun {
+            results: Some(Mutex::new(done_rx)),
+            waiting: BTreeMap::new(),
+            next: 0,
+            survey: Survey::default(),
+            lines: 0,
+            spans: Vec::new(),
+            warnings,
+            workers: Workers { cancel, handles },
+        }
+    }
+
+    /// Merge the next chunk's survey (waiting for it); its bytes of lines, None at the end.
+    pub fn step(&mut self) -> Result<Option<usize>, String> {
+        loop {
+            if let Some(done) = self.waiting.remove(&self.next) {
+                self.next += 1;
+                self.lines += done.rows as u64;
+                self.spans.push(done.span);
+                self.survey.merge(done.survey);
+                return Ok(Some(done.bytes));
+            }
+            let Some(results) = &self.results else {
+                return Ok(None);
+            };
+            let received = results
+                .lock()
+                .map_err(|_| "internal error: pass 1 stopped".to_string())?
+                .recv();
+            match received {
+                Ok(Ok(done)) => {
+                    self.waiting.insert(done.index, done);
+                }
+                Ok(Err(message)) => return Err(message),
+                Err(_) => {
+                    self.results = None;
+                    if !self.waiting.is_empty() {
+                        return Err("internal error: a chunk of pass 1 was lost".to_string());
+                    }
+                    return Ok(None);
+                }
+            }
+        }
+    }
+}
+
+impl Drop for SurveyRun {
+    fn drop(&mut self) {
+        self.results = None;
+        self.workers.stop();
+    }
+}
+
+fn read_chunks(
+    files: Vec<FileSpec>,
+    plan: Plan,
+    cancel: &AtomicBool,
+    warnings: &Mutex<Vec<String>>,
+    work: &SyncSender<Work>,
+) {
+    let mut reader = ChunkReader::new(files, plan.chunk_bytes, plan.max_rows);
+    let mut previous: Vec<(u32, u32, String)> = Vec::new();
+    let mut index = 0;
+    while !cancel.load(Ordering::SeqCst) {
+        let Some(raw) = reader.next_chunk() else {
+            break;
+        };
+        let before = context(&previous);
+        previous = last_lines(&previous, &raw);
+        if work.send((index, raw, before)).is_err() {
+            break;
+        }
+        index += 1;
+    }
+    if let Ok(mut shared) = warnings.lock() {
+        shared.append(&mut reader.warnings);
+    }
+}
+
+fn survey_chunks(
+    files: &[FileSpec],
+    cancel: &AtomicBool,
+    work: &Mutex<Receiver<Work>>,
+    done: &SyncSender<Result<Surveyed, String>>,
+) {
+    let mut quick = Vec::new();
+    loop {
+        if cancel.load(Ordering::SeqCst) {
+            return;
+        }
+        let next = match work.lock() {
+            Ok(receiver) => receiver.recv(),
+            Err(_) => return,
+        };
+        let Ok((index, raw, before)) = next else {
+            return;
+        };
+        let result = catch_unwind(AssertUnwindSafe(|| {
+            let lines = raw.lines();
+            let mut survey = Survey::default();
+            parse_into(&lines, &before, &mut survey, &mut quick);
+            let span = (
+                lines.first().map_or(0, |l| l.file_id),
+                lines.last().map_or(0, |l| l.file_id),
+            );
+            Surveyed {
+                index,
+                survey,
+                bytes: raw.bytes(),
+                rows: lines.len(),
+                span,
+            }
+        }))
+        .map_err(|payload| {
+            panic_message(payload, &names(files, raw.blocks.iter().map(|b| b.file_id)))
+        });
+        if done.send(result).is_err() {
+            return;
+        }
+    }
+}
+
+/// The runs of chunks that carry state one to the next (a chunk goes on from the one before
+/// when it starts in the file that one ends in): each run's files, from its first chunk's
+/// first file to its last chunk's last.
+pub fn runs(spans: &[(u32, u32)]) -> Vec<(u32, u32)> {
+    let mut out: Vec<(u32, u32)> = Vec::new();
+    for (i, &(first, last)) in spans.iter().enumerate() {
+        match out.last_mut() {
+            Some(run) if i > 0 && spans[i - 1].1 == first => run.1 = last,
+            _ => out.push((first, last)),
+        }
+    }
+    out
+}
+
+// ------------------------------------------------------------------------------- pass 2
+
+/// A chunk of pass 2, converted by the caller's function, with the files whose waiting rows
+/// took a key, its event rows and its bytes.
+pub struct Done<T> {
+    pub output: T,
+    pub settled: Vec<(u32, Option<i64>)>,
+    pub events: Vec<Event>,
+    pub bytes: usize,
+}
+
+/// A chunk of pass 2 done, or the pass's error.
+type Finished<T> = Result<Done<T>, String>;
+
+type Convert<T> =
+    dyn Fn(&mut Columns, &Attributed, &mut rustc_hash::FxHashMap<u32, usize>) -> T + Send + Sync;
+
+/// Pass 2 over the files on `plan.threads` workers, each a run at a time.
+pub struct AttributeRun<T: Send + 'static> {
+    results: Option<Mutex<Receiver<Finished<T>>>>,
+    tallies: Arc<Mutex<Vec<Tally>>>,
+    workers: Workers,
+}
+
+impl<T: Send + 'static> AttributeRun<T> {
+    /// Start pass 2: `runs` from pass 1's spans; `convert` makes each chunk's output (its
+    /// third argument: rows handed over per file so far, the worker's own).
+    pub fn start(
+        files: Vec<FileSpec>,
+        runs: Vec<(u32, u32)>,
+        plan: Plan,
+        tables: (Arc<Whole>, Arc<Keys>),
+        gather: Gather,
+        convert: Arc<Convert<T>>,
+    ) -> AttributeRun<T> {
+        let threads = plan.threads.max(1);
+        let cancel = Arc::new(AtomicBool::new(false));
+        let queue = Arc::new(Mutex::new(runs.into_iter().collect::<VecDeque<_>>()));
+        let tallies = Arc::new(Mutex::new(Vec::new()));
+        let (done_tx, done_rx) = sync_channel::<Result<Done<T>, String>>(threads * 2);
+        let mut handles = Vec::new();
+        for _ in 0..threads {
+            let worker = Worker {
+                files: files.clone(),
+                plan,
+                tables: tables.clone(),
+                gather: gather.clone(),
+                convert: convert.clone(),
+                cancel: cancel.clone(),
+                queue: queue.clone(),
+                tallies: tallies.clone(),
+                done: done_tx.clone(),
+            };
+            handles.push(std::thread::spawn(move || worker.work()));
+        }
+        AttributeRun {
+            results: Some(Mutex::new(done_rx)),
+            tallies,
+            workers: Workers { cancel, handles },
+        }
+    }
+
+    /// The next chunk attributed (waiting for one); None at the end.
+    pub fn step(&mut self) -> Result<Option<Done<T>>, String> {
+        let Some(results) = &self.results else {
+            return Ok(None);
+        };
+        let received = results
+            .lock()
+            .map_err(|_| "internal error: pass 2 stopped".to_string())?
+            .recv();
+        match received {
+            Ok(result) => result.map(Some),
+            Err(_) => {
+                self.results = None;
+                Ok(None)
+            }
+        }
+    }
+
+    /// The counts of every worker (once every chunk was taken).
+    pub fn tally(&self) -> Tally {
+        let mut tally = Tally::default();
+        if let Ok(mut parts) = self.tallies.lock() {
+            for part in parts.drain(..) {
+                tally.merge(part);
+            }
+            parts.push(tally.clone());
+        }
+        tally
+    }
+}
+
+impl<T: Send + 'static> Drop for AttributeRun<T> {
+    fn drop(&mut self) {
+        self.results = None;
+        self.workers.stop();
+    }
+}
+
+struct Worker<T: Send + 'static> {
+    files: Vec<FileSpec>,
+    plan: Plan,
+    tables: (Arc<Whole>, Arc<Keys>),
+    gather: Gather,
+    convert: Arc<Convert<T>>,
+    cancel: Arc<AtomicBool>,
+    queue: Arc<Mutex<VecDeque<(u32, u32)>>>,
+    tallies: Arc<Mutex<Vec<Tally>>>,
+    done: SyncSender<Result<Done<T>, String>>,
+}
+
+impl<T: Send + 'static> Worker<T> {
+    fn work(self) {
+        let mut attributor = Attributor::new(
+            self.tables.0.clone(),
+            self.tables.1.clone(),
+            Some(self.gather.clone()),
+        );
+        let mut handed = rustc_hash::FxHashMap::default();
+        loop {
+            if self.cancel.load(Ordering::SeqCst) {
+                return;
+            }
+            let run = match self.queue.lock() {
+                Ok(mut queue) => queue.pop_front(),
+                Err(_) => return,
+            };
+            let Some((first, last)) = run else { break };
+            let files: Vec<FileSpec> = self
+                .files
+                .iter()
+                .filter(|f| (first..=last).contains(&f.file_id))
+                .cloned()
+                .collect();
+            let shown = names(&files, files.iter().map(|f| f.file_id));
+            let outcome = catch_unwind(AssertUnwindSafe(|| {
+                self.run(files, &mut attributor, &mut handed)
+            }));
+            match outcome {
+                Ok(true) => {}
+                Ok(false) => return,
+                Err(payload) => {
+                    let _ = self.done.send(Err(panic_message(payload, &shown)));
+                    return;
+                }
+            }
+        }
+        if let Some(gather) = attributor.gather.take() {
+            if let Ok(mut tallies) = self.tallies.lock() {
+                tallies.push(gather.tally);
+            }
+        }
+    }
+
+    /// Attribute one run's files; false when the caller went away.
+    fn run(
+        &self,
+        files: Vec<FileSpec>,
+        attributor: &mut Attributor,
+        handed: &mut rustc_hash::FxHashMap<u32, usize>,
+    ) -> bool {
+        let mut scanner = Scanner::new(files, self.plan.chunk_bytes, self.plan.max_rows);
+        let mut next = scanner.next_keyed(&self.tables.1, None);
+        while let Some(Chunk::Parsed(mut columns, ids, bytes)) = next.take() {
+            if self.cancel.load(Ordering::SeqCst) {
+                return false;
+            }
+            next = scanner.next_keyed(&self.tables.1, None);
+            let ahead = match &next {
+                Some(Chunk::Parsed(c, _, _)) if !c.is_empty() => Some(Ahead::of(c, 0)),
+                _ => None,
+            };
+            let attributed = attributor.attribute(&columns, &ids, ahead.as_ref());
+            let settled = attributed
+                .settled
+                .iter()
+                .map(|s| (s.file_id, s.key))
+                .collect();
+            let events = attributor
+                .gather
+                .as_mut()
+                .map(|g| std::mem::take(&mut g.events))
+                .unwrap_or_default();
+            let output = (self.convert)(&mut columns, &attributed, handed);
+            if self
+                .done
+                .send(Ok(Done {
+                    output,
+                    settled,
+                    events,
+                    bytes,
+                }))
+                .is_err()
+            {
+                return false;
+            }
+        }
+        true
+    }
+}
