@@ -277,7 +277,7 @@ def analyze(
         topology, topology_source = _topology(config, declared, sglang_version, validate, notes)
         file_nodes = _file_nodes(declared, topology, notes)
         keys = pl.DataFrame(survey["keys"])
-        attribution = resolve_keys(keys, topology, file_nodes)
+        attribution = resolve_keys(keys, topology, file_nodes, survey.get("rank_spans"))
         crowded = crowded_headers(_headers(survey["headers"], keys), attribution)
         _start_attribution(logs, survey, attribution, crowded, sources, file_nodes,
                            clock_offsets)
@@ -349,7 +349,7 @@ def _start_attribution(logs: Any, survey: dict[str, Any], attribution: Attributi
         coordinates, list(file_nodes.items()), [(s.file_id, s.display) for s in sources],
         survey["first_dated"], survey["median"], survey["wrap_default"],
         [(host, timedelta(seconds=seconds) // timedelta(microseconds=1))
-         for host, seconds in (clock_offsets or {}).items()])
+         for host, seconds in (clock_offsets or {}).items()], attribution.plain)
 
 
 def _micros(value: datetime) -> int:

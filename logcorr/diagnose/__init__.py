@@ -84,7 +84,7 @@ def diagnose(ctx: Context, contradictions: list[dict[str, object]]) -> list[Find
     findings += clock_findings(ctx)
     findings += [Finding("inconsistent", "warning", str(c["detail"]),
                          evidence=[{"file": c["file"], "line": c["line"]}] if c.get("file") else [])
-                 for c in contradictions]
+                 for c in contradictions if not c.get("note")]
     findings = one_verdict(ctx, findings, teardown_rows(ctx), order_window(ctx))
     _name_streams(ctx, findings)
     rank = {s: i for i, s in enumerate(SEVERITIES)}

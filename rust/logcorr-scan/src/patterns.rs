@@ -323,8 +323,8 @@ built!(
         &format!(
             r"(?: ?{COLOUR}?\((?P<ray>\w+ pid=\d+(?:, ip=[\w.\-:]+)?)\)(?: ?{COLOUR})? ?)?"
         ),
-        r"(?: ?(?:(?:[\w.\-]+/\d+ |\d+:)?\[default\d+\]:)?(?:\[rank(?P<trank>\d+)\]:)+ ?",
-        r"| ?(?:[\w.\-]+/\d+ |\d+:)?\[default\d+\]:)?",
+        r"(?: ?(?:(?:[\w.\-]+/\d+ |\d+:)?\[(?P<tlocal>default\d+)\]:)?(?:\[rank(?P<trank>\d+)\]:)+ ?",
+        r"| ?(?:[\w.\-]+/\d+ |\d+:)?\[(?P<tlocal2>default\d+)\]:)?",
         r")",
     ]
     .concat()
@@ -476,5 +476,6 @@ pub fn shared() -> Vec<(&'static str, String)> {
         ("WORK", WORK.to_string()),
         ("COUNTERS", COUNTERS.to_string()),
         ("OPENS", opens()),
+        ("EXC", EXC.to_string()),
     ]
 }

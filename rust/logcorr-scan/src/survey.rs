@@ -22,6 +22,10 @@ pub struct Survey {
     first_at: HashMap<u32, usize>,
     /// fully dated time -> lines
     pub dated: BTreeMap<i64, u64>,
+    /// key row -> (earliest, latest) stamp of its lines that name a torch rank (`[rankN]:`,
+    /// a PG's `Rank N`), as torch and glog print them (month and day, no year): whether two
+    /// processes that claim one rank did so at the same time.
+    pub rank_spans: HashMap<KeyId, (i64, i64)>,
 }
 
 impl Survey {
@@ -33,6 +37,12 @@ impl Survey {
                 let text = c.msg.get(row).or(c.text.get(row)).unwrap_or("");
                 self.server_args
                     .push((file_id, c.line[row], text.to_string()));
+            }
+            if let (Some(ts), Some(false)) = (c.ts[row], c.ts_has_year[row]) {
+                if c.torch_rank[row].is_some() || c.pg_rank[row].is_some() {
+                    let span = self.rank_spans.entry(key).or_insert((ts, ts));
+                    *span = (span.0.min(ts), span.1.max(ts));
+                }
             }
             if c.exc[row] {
                 if let Some(ts) = c.ts[row] {
@@ -100,5 +110,41 @@ impl Survey {
             let (a, b) = (i128::from(nth(total / 2 - 1)), i128::from(nth(total / 2)));
             Some(((a + b) / 2) as i64)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::parse::{parse_chunk, Line};
+
+    #[test]
+    fn rank_spans_hold_each_key_rows_first_and_last_torch_stamp() {
+        let texts = [
+            "[rank3]:[W1129 10:00:01.000000000 ProcessGroupNCCL.cpp:1] a",
+            "[rank3]: Traceback (most recent call last):",
+            "[rank3]:[E1129 10:00:09.500000000 ProcessGroupNCCL.cpp:1] b",
+            "[2026-11-29 10:00:00 TP0] Load weight begin.",
+        ];
+        let lines: Vec<Line<'_>> = texts
+            .iter()
+            .enumerate()
+            .map(|(i, text)| Line {
+                file_id: 0,
+                line: i as u32 + 1,
+                text,
+            })
+            .collect();
+        let (columns, _) = parse_chunk(&lines, &[]);
+        let mut survey = Survey::default();
+        survey.add(&columns);
+        let spans: Vec<(i64, i64)> = survey.rank_spans.values().copied().collect();
+        assert_eq!(
+            spans.len(),
+            1,
+            "one key row of stamped torch lines: {spans:?}"
+        );
+        let (first, last) = spans[0];
+        assert_eq!(last - first, 8_500_000);
     }
 }

@@ -122,6 +122,14 @@ fn wrapper_fields(inner: &str, out: &mut Peeled<'_>) -> usize {
         .or_else(|| get("ray").map(str::to_string))
         .or_else(|| get("task").map(|t| format!("task={t}")))
         .or_else(|| get("compose").map(str::to_string));
+    // torchrun's `--tee` label (`[default3]:`, role and local rank): one worker's output
+    // inside the stream of its agent (an srun task, …)
+    if let Some(local) = get("tlocal").or(get("tlocal2")) {
+        out.stream = Some(match out.stream.take() {
+            Some(outer) => format!("{outer} {local}"),
+            None => local.to_string(),
+        });
+    }
     get("wrap").map_or(0, len_chars)
 }
 
@@ -238,6 +246,19 @@ mod tests {
         assert_eq!(columns.text.get(0), Some(text));
         assert_eq!(columns.stream.get(0), Some("sglang-1"));
         assert_eq!(columns.prefix[4][0], Some(1));
+    }
+
+    #[test]
+    fn torchrun_tee_label_names_the_stream() {
+        let peeled = whole("[default3]:[rank11]: Traceback (most recent call last):");
+        assert_eq!(peeled.stream.as_deref(), Some("default3"));
+        assert_eq!(peeled.torch_rank, Some(11));
+        let peeled = whole("2: [default0]:[rank16]:[W1129 10:00:01.000 x.cpp:1] y");
+        assert_eq!(peeled.stream.as_deref(), Some("task=2 default0"));
+        assert_eq!(peeled.torch_rank, Some(16));
+        let peeled = whole("[default1]:step 3 loss 2.25");
+        assert_eq!(peeled.stream.as_deref(), Some("default1"));
+        assert_eq!(peeled.body, "step 3 loss 2.25");
     }
 
     #[test]
