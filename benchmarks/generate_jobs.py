@@ -9,7 +9,8 @@ the launchers' sources (srun `--label`, slurmstepd, torchrun `--tee 3`, torch el
 Writes OUT_DIR/logs/..., OUT_DIR/truth.jsonl (one record per physical line: {"file", "line",
 "replica", "world_rank"}, nulls for a launcher's lines) and OUT_DIR/scenario.json: the expected
 error finding (`finding`), its culprits (`culprits`: world ranks), words its summary holds
-(`summary`), and for compose the stream every line comes through (`stream`).
+(`summary`), for compose the stream of its culprit (`stream`: every line comes through one),
+and for a handled traceback the rank that printed it (`handled`).
 """
 
 from __future__ import annotations
@@ -253,7 +254,7 @@ def handled_traceback(out: Path, ranks: int = 4, rank: int = 2) -> dict[str, obj
         log.add(f"rank{r}.log", r, f"[rank{r}]:[{c10(t + timedelta(seconds=3), 'I')} train.py:"
                 "140] training done")
     log.write(out)
-    return {"finding": None, "culprits": [], "summary": []}
+    return {"finding": None, "culprits": [], "summary": [], "handled": rank}
 
 
 def fan_out(out: Path, ranks: int = 2) -> dict[str, object]:

@@ -126,7 +126,9 @@ def world_procs(frame: pl.DataFrame, processes: pl.DataFrame, world: TorchWorld
 
     def mapped(rank: pl.Expr) -> pl.Expr:
         return rank.replace_strict(ranks, default=None, return_dtype=PROC)
-    return frame.with_columns(mapped(pl.col("torch_rank")).alias("torch_proc"),
+    # (the default group's rank is the world rank too: evidence torch-rank; a line whose two
+    # ranks disagree names no process, as any disagreeing evidence)
+    return frame.with_columns(mapped(claimed_rank()).alias("torch_proc"),
                               mapped(default_pg_rank()).alias("group_proc"))
 
 
