@@ -185,7 +185,8 @@ def _contested(claims: pl.DataFrame, spans: pl.DataFrame | None,
         claims = claims.with_columns(_first=pl.lit(None, pl.Int64), _last=pl.lit(None, pl.Int64))
     who = (claims.group_by("_rank", *_WHO)
            .agg(pl.col("_first").min(), pl.col("_last").max(),
-                pl.col("_first").is_null().any().alias("_untimed"), pl.col("_n").sum()))
+                pl.col("_first").is_null().any().alias("_untimed"), pl.col("_n").sum())
+           .filter(pl.len().over("_rank") > 1))  # (one claim per rank: nothing to compare)
     contested: dict[int, list[tuple[object, ...]]] = {}
     for (rank,), group in who.group_by("_rank"):
         rows = group.rows(named=True)
