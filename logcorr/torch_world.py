@@ -14,7 +14,7 @@ assumed, the header says so, and
 | its lines come from one process: no two of them differ in host, PID or   | world rank N   |
 | output stream (an srun task, a Ray actor, a pod), or not at the same time |                |
 | two processes claim it at the same time (their stamped lines overlap, or | withdrawn, as  |
-| a claim has no stamp): on two hosts, PIDs or output streams              | a contradiction|
+| a claim has no stamped line): on two hosts, PIDs or output streams       | a contradiction|
 | SGLang pipeline stages (`PP1 TP3`: world rank = PP rank x TP size + TP)   | not assumed    |
 | native-DP replicas (`DP0 TP3`, `DP1 TP3`)                                 | not assumed    |
 
@@ -184,8 +184,7 @@ def _contested(claims: pl.DataFrame, spans: pl.DataFrame | None,
     else:
         claims = claims.with_columns(_first=pl.lit(None, pl.Int64), _last=pl.lit(None, pl.Int64))
     who = (claims.group_by("_rank", *_WHO)
-           .agg(pl.col("_first").min(), pl.col("_last").max(),
-                pl.col("_first").is_null().any().alias("_untimed"), pl.col("_n").sum())
+           .agg(pl.col("_first").min(), pl.col("_last").max(), pl.col("_n").sum())
            .filter(pl.len().over("_rank") > 1))  # (one claim per rank: nothing to compare)
     contested: dict[int, list[tuple[object, ...]]] = {}
     for (rank,), group in who.group_by("_rank"):
@@ -216,8 +215,9 @@ def _differ(a: dict[str, object], b: dict[str, object]) -> bool:
 
 
 def _overlap(a: dict[str, object], b: dict[str, object]) -> bool:
-    """Two claims' stamped lines overlap in time (a claim with unstamped lines may overlap)."""
-    if a["_untimed"] or b["_untimed"] or a["_first"] is None or b["_first"] is None:
+    """Two claims' stamped lines overlap in time (a claim with no stamped line may overlap
+    anything; its unstamped lines stand between its stamped ones)."""
+    if a["_first"] is None or b["_first"] is None:
         return True
     return bool(a["_first"] <= b["_last"] and b["_first"] <= a["_last"])  # type: ignore[operator]
 

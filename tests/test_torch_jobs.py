@@ -150,12 +150,12 @@ class TestOneTorchWorld:
         10:10:00 (not at the same time): still one world rank 0."""
         logs = tmp_path / "logs"
         write(logs, "node0.log", ["gpu-node-0:4000:4000 [0] NCCL INFO Bootstrap: Using eth0",
-                                  barrier(0, 1), barrier(0, 5)])
+                                  barrier(0, 1), barrier(0, 5), *uncaught(0)])
         write(logs, "node1.log", ["gpu-node-1:5000:5000 [0] NCCL INFO Bootstrap: Using eth0",
                                   barrier(0, 1).replace("10:00:01", "10:10:00")])
         analysis = analyze([logs])
-        ranks = analysis.timeline.filter(pl.col("source") == "torch")
-        assert ranks["world_rank"].to_list() == [0, 0, 0]
+        ranks = analysis.timeline.filter(pl.col("text").str.starts_with("[rank0]"))
+        assert ranks["world_rank"].to_list() == [0] * 7
         assert "torch-rank-several-processes" not in [c["kind"] for c in analysis.contradictions]
 
     @pytest.mark.parametrize(("prefixes", "assumed"), [
