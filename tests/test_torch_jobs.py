@@ -300,6 +300,17 @@ class TestProcessDeath:
         assert [f.kind for f in errors(analyze([logs]))] == (["crash"] if crash else [])
 
 
+def test_docstring_examples() -> None:
+    """The worked examples in the rules' docstrings (rank claims, a world's processes, srun
+    task lists, a summary's failure)."""
+    import doctest
+
+    from logcorr import torch_world
+    from logcorr.diagnose import death
+    for module in (torch_world, death):
+        assert doctest.testmod(module).failed == 0
+
+
 def test_compose_behind_control_sequences_names_the_service(tmp_path: Path) -> None:
     """`docker compose up` on a terminal: `ESC[2K` and the service's colour before `name  | `
     (issue 31): the service is the stream of every line, and the text is kept."""
