@@ -262,7 +262,7 @@ def analyze(
         topology, topology_source = _topology(given, declared, validate, notes)
         file_nodes = _file_nodes(declared, topology, notes)
         keys = pl.DataFrame(survey["keys"])
-        attribution = resolve_keys(keys, topology, file_nodes)
+        attribution = resolve_keys(keys, topology, file_nodes, survey.get("rank_spans"))
         crowded = crowded_headers(_headers(survey["headers"], keys), attribution)
         _start_attribution(logs, survey, attribution, crowded, sources, file_nodes,
                            clock_offsets, keep)
@@ -277,7 +277,8 @@ def analyze(
         report("diagnosing", 0, 1)
         context = Context(analysis.rows_of, topology, {s.file_id: s.display for s in sources},
                           merge_people(tally.people), _read_events(tally.events, workspace),
-                          _last_lines(tally.last), _progress_times(tally.progress))
+                          _last_lines(tally.last), _progress_times(tally.progress),
+                          _stack(tally.file_procs).select("file_id", "proc").unique())
         analysis.findings = diagnose(context, contradictions)
     except BaseException:
         workspace.close()
@@ -358,7 +359,8 @@ def _start_attribution(logs: Any, survey: dict[str, Any], attribution: Attributi
         survey["first_dated"], survey["median"], survey["wrap_default"],
         [(host, timedelta(seconds=seconds) // timedelta(microseconds=1))
          for host, seconds in (clock_offsets or {}).items()],
-        (list(ALL_STEMS), CHILD_DIED, GLOG_FATAL, list(PROGRESS_STEMS), WRAP_MIN), keep)
+        (list(ALL_STEMS), CHILD_DIED, GLOG_FATAL, list(PROGRESS_STEMS), WRAP_MIN), keep,
+        attribution.plain)
 
 
 def _micros(value: datetime) -> int:
@@ -666,6 +668,7 @@ def _node_mismatches(tally: Tally, attribution: Attribution, file_nodes: dict[in
     counts = _stack(tally.file_procs)
     if not file_nodes or counts.height == 0:
         return []
+    counts = counts.filter(pl.col("file_id").is_in(list(file_nodes)))
     nodes = attribution.processes.select("proc", "node_rank")
     rows = (counts.group_by("file_id", "proc").agg(pl.col("len").sum(), pl.col("line").min())
             .join(nodes, on="proc").sort("file_id", "line"))

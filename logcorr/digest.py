@@ -415,7 +415,8 @@ def coords_label(coords: dict[str, Any], topology: Topology | None) -> str:
 
 def _row_key(values: dict[str, Any]) -> tuple[Any, ...]:
     role = values.get("role")
-    if role == "scheduler":
+    # (a torch job's rank: a process with a world rank and no role of SGLang's)
+    if role == "scheduler" or (role is None and values.get("world_rank") is not None):
         if values.get("replica") is not None and values.get("world_rank") is not None:
             return ("s", values["replica"], values["world_rank"])
         return ("s?", values.get("host"), *(values.get(c) for c in COORDINATES))

@@ -66,6 +66,7 @@ EVIDENCE: tuple[str, ...] = (
     "group-rank",  # a group-local rank resolved through the group's member list
     "continuation",  # an unprefixed line inside a record started by an identified line
     "file",  # the whole file belongs to one process
+    "srun-task",  # an `srun --label` task whose lines show one torch rank, one task per rank
 )
 
 # ---------------------------------------------------------------------------------------------

@@ -57,7 +57,9 @@ def tag_expr(topology: Topology | None = None) -> pl.Expr:
     parts = [pl.when(pl.col(col).is_not_null()).then(pl.lit(label) + pl.col(col).cast(pl.String))
              for col, label in _TAG_COLUMNS if widths.get(col, 2) > 1]
     coords = pl.concat_str(parts, separator=" ", ignore_nulls=True)
-    scheduler = pl.col("role") == "scheduler"
+    # (a torch job's rank has a world rank and no role of SGLang's)
+    scheduler = (pl.col("role") == "scheduler") | (
+        pl.col("role").is_null() & pl.col("world_rank").is_not_null())
     return (pl.when(scheduler).then(coords)
             .when(pl.col("role").is_not_null()).then(pl.col("role"))
             .otherwise(pl.lit(""))).fill_null("")
@@ -91,7 +93,7 @@ def header(analysis: Analysis, selected: int | None, limit: int) -> RenderableTy
     if notes:
         lines.append(Text("lines noted: " + ", ".join(f"{why} {n}" for why, n in
                                                       sorted(notes.items()))))
-    lines.append(Text(f"attributed to a scheduler: {attributed} ({_percent(attributed, total)}) "
+    lines.append(Text(f"attributed to a process: {attributed} ({_percent(attributed, total)}) "
                       "by " + (", ".join(f"{k} {v}" for k, v in sorted(evidence.items()))
                                or "nothing")))
     reasons = analysis.unattributed_reasons()
@@ -101,8 +103,9 @@ def header(analysis: Analysis, selected: int | None, limit: int) -> RenderableTy
     for contradiction in analysis.contradictions:
         where = f" ({contradiction['file']}:{contradiction['line']})" if contradiction.get(
             "file") else ""
-        lines.append(Text(inert(f"contradiction: {contradiction['detail']}{where}"),
-                          style="red"))
+        said = "note" if contradiction.get("note") else "contradiction"
+        lines.append(Text(inert(f"{said}: {contradiction['detail']}{where}"),
+                          style="yellow" if contradiction.get("note") else "red"))
     for warning in analysis.warnings:
         lines.append(Text(f"warning: {inert(warning)}", style="yellow"))
     return RichGroup(*lines)

@@ -106,7 +106,8 @@ def _header(analysis: Any, d: Digest) -> str:
         out.append(f"<dt>not attributed</dt><dd>{reasons}</dd>")
     for c in getattr(analysis, "contradictions", []):
         where = f" ({e(c.get('file'))}:{e(c.get('line'))})" if c.get("file") else ""
-        out.append(f"<dt>contradiction</dt><dd class=bad>{e(c.get('detail'))}{where}</dd>")
+        said, style = ("note", "") if c.get("note") else ("contradiction", " class=bad")
+        out.append(f"<dt>{said}</dt><dd{style}>{e(c.get('detail'))}{where}</dd>")
     for warning in getattr(analysis, "warnings", []):
         out.append(f"<dt>warning</dt><dd>{e(warning)}</dd>")
     out.append(f"</dl><p class=dim>logcorr {e(__version__)}</p></header>")

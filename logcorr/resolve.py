@@ -12,16 +12,19 @@ Evidence is combined, never guessed (strongest first):
 | pid           | a (host, pid) that another line tied to one process (py-spy's `Pyspy dump    |
 |               | for PID n` on a prefixed line, `Process n: sglang::scheduler_TP3`, NCCL)      |
 | torch-rank    | torch's `[rankN]:` is the WORLD rank; unique only without native-DP replicas |
+|               | (without a launch config: one torch world, `torch_world`)                   |
 | group-rank    | `[PG … (tp:device) Rank r]` -> member r of the group's only instance;        |
 |               | `[Gloo] Rank r is connected to n peer ranks` -> member r of the n+1 instance |
 |               | holding the line's stream's processes                                        |
 | continuation  | an untagged line of the grammar of the one record of that grammar open in    |
 |               | its stream whose process is known (the core's `grammar.rs`)                  |
 | file          | every identified line of a per-process file names the same process           |
+| srun-task     | an `srun --label` task whose lines name one torch rank, one task per rank    |
 
 Direct evidence on one line that disagrees leaves the line unattributed and is reported as a
 contradiction, as is a prefix no process of the topology prints (a `TP20` under tp_size=16).
-Without a topology, each distinct prefix is its own process with only the ranks it prints.
+Without a topology, each distinct prefix is its own process with only the ranks it prints, and
+each torch rank a world rank of one torch world unless the logs say otherwise (`torch_world`).
 """
 
 from __future__ import annotations
@@ -30,8 +33,10 @@ from dataclasses import dataclass, field
 
 import polars as pl
 
+from logcorr import torch_world
 from logcorr.model import COORDINATES
 from logcorr.topology import Topology
+from logcorr.torch_world import TorchWorld
 
 PREFIX_COLUMNS: dict[str, str] = {
     "p_dp": "DP", "p_pp": "PP", "p_attn_cp": "ATTN_CP", "p_moe_dp": "MOE_DP", "p_tp": "TP",
@@ -48,8 +53,11 @@ _PROC = pl.UInt32()
 # --------------------------------------------------------------------------- process table
 
 
-def process_table(topology: Topology | None, parsed: pl.DataFrame) -> pl.DataFrame:
-    """proc id -> coordinates and the prefix tokens it prints (null when not printed)."""
+def process_table(topology: Topology | None, parsed: pl.DataFrame,
+                  world: TorchWorld | None = None) -> pl.DataFrame:
+    """proc id -> coordinates and the prefix tokens it prints (null when not printed); without
+    a topology, the world ranks of the torch world assumed (`world`) too
+    (`torch_world.with_world`)."""
     if topology is not None:
         rows = []
         for index, process in enumerate(topology.processes):
@@ -67,11 +75,12 @@ def process_table(topology: Topology | None, parsed: pl.DataFrame) -> pl.DataFra
             combos = pl.concat([combos, _prefix_combos(_title_tokens(titles))]).unique().sort(
                 list(PREFIX_COLUMNS), nulls_last=False)
     combos = combos.with_columns(pl.int_range(pl.len(), dtype=_PROC).alias("proc"))
-    return combos.with_columns(
+    table = combos.with_columns(
         *(pl.col(col).alias(coord) for col, coord in _TOKEN_COORDINATES.items()),
         *(pl.lit(None, pl.Int32).alias(c) for c in COORDINATES if c not in
           _TOKEN_COORDINATES.values()),
     ).select(list(_process_schema()))
+    return table if world is None else torch_world.with_world(table, world)
 
 
 def _process_schema() -> dict[str, pl.DataType]:
@@ -183,27 +192,33 @@ class Attribution:
     # file_proc, pg_rank: every group-local rank each process has (None: no topology)
     local_ranks: pl.DataFrame | None = None
     shared_files: list[int] = field(default_factory=list)  # files naming processes, no one's own
+    # processes that are no SGLang scheduler (a torch job's ranks): their lines take no role
+    plain: list[int] = field(default_factory=list)
 
 
 def resolve_keys(keys: pl.DataFrame, topology: Topology | None,
-                 file_nodes: dict[int, int] | None = None) -> Attribution:
+                 file_nodes: dict[int, int] | None = None,
+                 rank_spans: list[tuple[int, int, int]] | None = None) -> Attribution:
     """Attribute each distinct key row (from `merge_key_rows`) to a process.
 
-    `file_nodes` maps a file to the node_rank its server_args line names.
+    `file_nodes` maps a file to the node_rank its server_args line names; `rank_spans` gives
+    (key row, first, last) stamp of the torch lines of a key row (`torch_world`).
     """
     keys = keys.with_row_index("_k")
-    frame = keys
-    processes = process_table(topology, frame)
     contradictions: list[dict[str, object]] = []
+    frame = _file_hosts(keys)
+    world = torch_world.assume(frame, topology, _prefix_combos(frame), _spans(rank_spans),
+                               contradictions)
+    processes = process_table(topology, frame, world)
     frame = _by_prefix(frame, topology, processes, contradictions)
-    frame = _file_hosts(frame)
     host_nodes = _host_nodes(frame, topology, processes, file_nodes or {}, contradictions)
     frame = _by_device(frame, topology, processes, host_nodes)
-    frame = _by_pid(frame, topology, processes, contradictions)
+    frame = _by_torch_rank(frame, topology, contradictions, processes, world)
+    frame = _by_pid(frame, topology, processes, contradictions, world)
     frame = _by_communicator(frame, topology)
-    frame = _by_torch_rank(frame, topology, contradictions)
     frame = _by_only_scheduler(frame, topology)
     frame = _combine_direct(frame, contradictions)
+    frame = torch_world.task_procs(frame, processes, world)
     frame = _by_gloo(frame, topology)
     frame = _title_roles(frame)
     # the rules rewrite some key columns (role); the table keeps the key as the lines have it
@@ -215,7 +230,23 @@ def resolve_keys(keys: pl.DataFrame, topology: Topology | None,
     files = _files(frame)
     file_procs = _file_procs(files)
     return Attribution(table, processes, file_procs, contradictions, host_nodes,
-                       _local_ranks(topology), _shared_files(files, file_procs))
+                       _local_ranks(topology), _shared_files(files, file_procs),
+                       _plain(processes, world))
+
+
+def _spans(rank_spans: list[tuple[int, int, int]] | None) -> pl.DataFrame | None:
+    if rank_spans is None:
+        return None
+    return pl.DataFrame(rank_spans, schema={"_key": pl.UInt32, "_first": pl.Int64,
+                                            "_last": pl.Int64}, orient="row")
+
+
+def _plain(processes: pl.DataFrame, world: TorchWorld | None) -> list[int]:
+    """The processes of the torch world that SGLang's prefix does not name."""
+    if world is None:
+        return []
+    tokens = pl.any_horizontal(pl.col(c).is_not_null() for c in PREFIX_COLUMNS)
+    return processes.filter(~tokens).get_column("proc").to_list()
 
 
 def _by_prefix(frame: pl.DataFrame, topology: Topology | None, processes: pl.DataFrame,
@@ -335,11 +366,17 @@ def _by_device(frame: pl.DataFrame, topology: Topology | None, processes: pl.Dat
 
 
 def _by_pid(frame: pl.DataFrame, topology: Topology | None, processes: pl.DataFrame,
-            contradictions: list[dict[str, object]]) -> pl.DataFrame:
+            contradictions: list[dict[str, object]], world: TorchWorld | None = None
+            ) -> pl.DataFrame:
     """`pid_proc`: (host, pid) pairs tied to one process by other lines, applied to all lines
-    with that pid. A pid tied to two processes ties nothing."""
+    with that pid. A pid tied to two processes ties nothing. In a torch world (`world`), a
+    line of a known host naming a torch rank and a PID ties them too, on that host only."""
     host_key = pl.col("eff_host").fill_null("")
     known = pl.coalesce("prefix_proc", "title_proc", "device_proc")
+    if world is not None:
+        on_host = pl.col("eff_host").is_not_null()
+        known = pl.coalesce(known, pl.when(on_host).then(pl.coalesce("torch_proc",
+                                                                     "group_proc")))
     linked_pid = pl.coalesce("link_pid", "p_pid", "pid")
     links = (frame.select(host_key.alias("host_key"), linked_pid.cast(pl.Int64).alias("pid"),
                           known.alias("proc"))
@@ -352,7 +389,8 @@ def _by_pid(frame: pl.DataFrame, topology: Topology | None, processes: pl.DataFr
                                          "unattributed by PID", "file_id": None, "line": None})
     links = counts.filter(pl.col("len") == 1).select("host_key", "pid",
                                                 pl.col("proc").alias("pid_proc"))
-    single_host = topology is None or topology.sizes.nnodes == 1
+    single_host = (topology is None and world is None) or (
+        topology is not None and topology.sizes.nnodes == 1)
     frame = _attach(frame, links, ["host_key", "pid"], keys={"host_key": host_key})
     if single_host:  # PIDs are unique on one host: a PID learned anywhere applies everywhere
         unique = links.group_by("pid").agg(pl.col("pid_proc").unique())
@@ -470,19 +508,24 @@ def _title_roles(frame: pl.DataFrame) -> pl.DataFrame:
 
 
 def _by_torch_rank(frame: pl.DataFrame, topology: Topology | None,
-                   contradictions: list[dict[str, object]]) -> pl.DataFrame:
+                   contradictions: list[dict[str, object]],
+                   processes: pl.DataFrame | None = None,
+                   world: TorchWorld | None = None) -> pl.DataFrame:
     """`torch_proc` from `[rankN]:` (or a PG-local rank in a one-instance group) when the
-    deployment has one replica, so the WORLD rank names one process."""
+    deployment has one replica, so the WORLD rank names one process; without a topology, in
+    the torch world assumed (`torch_world`), `[rankN]:` and the default group's `Rank N`."""
     none = pl.lit(None, _PROC)
+    if topology is None and world is not None and processes is not None:
+        return torch_world.world_procs(frame, processes, world)
     if topology is None or topology.sizes.replicas != 1:
         return frame.with_columns(none.alias("torch_proc"), none.alias("group_proc"))
-    world = topology.sizes.world
-    in_world = pl.col("torch_rank").is_between(0, world - 1)
+    size = topology.sizes.world
+    in_world = pl.col("torch_rank").is_between(0, size - 1)
     outside = frame.filter(pl.col("torch_rank").is_not_null() & ~in_world)
     if outside.height:
         contradictions.append({"kind": "rank-outside-topology", "count": _lines(outside),
                                "detail": f"{_lines(outside)} line(s) name a torch rank outside "
-                                         f"the world of {world}", "file_id":
+                                         f"the world of {size}", "file_id":
                                          outside["file_id"][0], "line": outside["line"][0]})
     frame = frame.with_columns(pl.when(in_world).then(pl.col("torch_rank")).otherwise(None)
                                .cast(_PROC).alias("torch_proc"))

@@ -1476,7 +1476,8 @@ class TestVictimsAndUnplacedHangs:
         assert [p["world_rank"] for p in crash.waiting] == [0]
 
     def test_timeouts_without_a_config_are_reported(self, tmp_path: Path) -> None:
-        """sglang#10124 without --config: the torch rank and SeqNum, no culprit."""
+        """sglang#10124 without --config: the torch rank (one torch world assumed: world rank
+        3, waiting) and SeqNum, no culprit."""
         logs = tmp_path / "logs"
         write(logs, "console.log", [
             "[rank3]:[E908 08:39:25.432755661 ProcessGroupNCCL.cpp:2068] [PG ID 2 PG GUID 3 Rank"
@@ -1486,7 +1487,8 @@ class TestVictimsAndUnplacedHangs:
             "milliseconds before timing out."])
         hang = next(f for f in analyze([logs]).findings if f.kind == "collective-hang")
         assert hang.processes == [] and hang.seq == 432927
-        assert hang.summary.startswith("no culprit: torch rank(s) 3 timed out in a collective")
+        assert hang.summary.startswith("no culprit: world rank 3 timed out in a collective")
+        assert [p["world_rank"] for p in hang.waiting] == [3]
         assert "without the launch config" in hang.summary
 
     def test_a_timeout_line_takes_the_group_its_process_named_that_second(

@@ -304,6 +304,23 @@ class TestWrappers:
               stream="proj_sglang_1", link_pid=309)
         check("Name | Value", stream=None)  # a table row is no compose prefix
 
+    def test_control_sequences_before_a_wrapper(self) -> None:
+        """`docker compose up` on a terminal clears the line (`ESC[2K`) and colours the
+        service before each `service  | `: the service is still the stream, the line one
+        record, and the text keeps the sequences (issue 31). So for srun, Ray and kubectl."""
+        erase, colour, reset = "\x1b[2K", "\x1b[36m", "\x1b[0m"
+        line = f"{erase}sglang-1  | [2026-11-29 10:00:01 TP1] Load weight begin."
+        check(line, source="sglang", stream="sglang-1", p_tp=1, part=0, text=line)
+        line = f"{erase}{colour}sglang-1  | {reset}[2026-11-29 10:00:01 TP2] Decode batch"
+        check(line, source="sglang", stream="sglang-1", p_tp=2, part=0, text=line)
+        check(f"\x1b[1A{erase}7: [rank7]: Traceback (most recent call last):",
+              source="traceback", stream="task=7", torch_rank=7)
+        check(f"{reset}{colour}(WorkerDict pid=859188){reset} [rank3]:[E1129 10:11:09.000000000 "
+              "ProcessGroupNCCL.cpp:607] x", source="torch", stream="WorkerDict pid=859188",
+              torch_rank=3)
+        check(f"{erase}[pod/sglang-0/sglang] [2026-11-29 10:00:00 TP0] x",
+              stream="pod/sglang-0", p_tp=0)
+
     def test_srun_label(self) -> None:
         """`srun --label` puts `N: ` before each line of task N (sglang#6017 shape): peeled,
         and the task is the line's output stream."""

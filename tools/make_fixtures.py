@@ -4,6 +4,8 @@
 
 Each case: a launch config, a layout, an incident and its culprit. benchmarks/generate.py writes
 logs/, truth.jsonl (true writer of every line) and scenario.json (expected finding/culprits).
+fixtures/jobs/ (then: logcorr check fixtures/jobs/* --update) holds jobs of other launchers
+without a config, from benchmarks/generate_jobs.py.
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 sys.path.insert(0, str(ROOT))
 
 from generate import generate  # noqa: E402
+from generate_jobs import SCENARIOS  # noqa: E402
+from generate_jobs import generate as generate_job  # noqa: E402
 
 from logcorr.config import config_from_fields  # noqa: E402
 
@@ -58,7 +62,21 @@ CASES: list[tuple[str, dict[str, object], str, str, str | None, str | None]] = [
 ]
 
 
+def jobs() -> None:
+    """fixtures/jobs/: log sets of other launches (plain torch jobs, docker compose on a
+    terminal) with no launch config (benchmarks/generate_jobs.py)."""
+    target = ROOT / "fixtures" / "jobs"
+    for name in SCENARIOS:
+        out = target / name
+        if (out / "logs").exists():
+            shutil.rmtree(out / "logs")
+        out.mkdir(parents=True, exist_ok=True)
+        generate_job(name, out)
+        print(name)
+
+
 def main() -> None:
+    jobs()
     target = ROOT / "fixtures" / "analyze"
     for name, fields, layout, incident, culprit, dropped in CASES:
         out = target / name

@@ -6,8 +6,9 @@ group instance and look for the odd one out:
 
 | kind              | rests on                                                                    |
 |-------------------|-----------------------------------------------------------------------------|
-| crash             | a process's first exception / fatal error; the earliest is the root (a     |
-|                   | hang's teardown is not a crash: see `teardown`)                             |
+| crash             | a process's first exception / fatal error, or its death of an uncaught     |
+|                   | exception (`death`); the earliest is the root (a hang's teardown is not a   |
+|                   | crash: see `teardown`)                                                      |
 | collective-hang   | torch watchdog timeouts of one group instance: members behind the SeqNum the |
 |                   | others wait on, or silent, are culprits; the ones that timed out are waiting |
 | watchdog-timeout  | SGLang's own watchdog fired: those processes hung (or waited for a crashed  |
@@ -22,7 +23,8 @@ group instance and look for the odd one out:
 One module per finding kind, over the shared `context` (the rows the rules read, who each
 process is, the message stems): `crash`, `hang`, `watchdog`, `init`, `missing`, `transfer`,
 `stalled` (with `unresponsive`), `clock`. Beside them: `teardown` (which fatal lines are a
-hang's teardown), `identity` (the process a fatal line's own rank tag names), `incident` (one
+hang's teardown), `death` (which raw tracebacks are their process's death, and what launchers
+say of their children), `identity` (the process a fatal line's own rank tag names), `incident` (one
 verdict per incident: each error finding's role, consequences folded under their root),
 `consequences` (one record per kind), `ranges` (member lists as ranges). `diagnose` runs the
 rules in order, folds the incidents and sorts the findings.
@@ -83,7 +85,7 @@ def diagnose(ctx: Context, contradictions: list[dict[str, object]]) -> list[Find
     findings += clock_findings(ctx)
     findings += [Finding("inconsistent", "warning", str(c["detail"]),
                          evidence=[{"file": c["file"], "line": c["line"]}] if c.get("file") else [])
-                 for c in contradictions]
+                 for c in contradictions if not c.get("note")]
     findings = one_verdict(ctx, findings, teardown_rows(ctx), order_window(ctx))
     _name_streams(ctx, findings)
     rank = {s: i for i, s in enumerate(SEVERITIES)}

@@ -21,6 +21,7 @@ import regex
 from logcorr.diagnose.context import (
     ABORT_STEMS,
     CASCADE_STEMS,
+    LAUNCHER_EXIT_STEMS,
     REAPED_STEMS,
     SGLANG_WATCHDOG_STEMS,
     TIMEOUT_STEMS,
@@ -45,13 +46,13 @@ _WORDS = {
 }
 COLUMNS = ("order", "file_id", "line", "proc", "ts_full", "eff_host", "text", "_n")
 SAMPLES = 3
-_EXIT = regex.compile(r"(?:exit code|terminated with) (-?\d+)")
+_EXIT = regex.compile(r"(?:exit code|terminated with|exitcode:) (-?\d+)")
 _SIGNALS = {"-6": "SIGABRT", "-9": "SIGKILL", "-11": "SIGSEGV", "-15": "SIGTERM"}
 
 
 def observed_kind() -> pl.Expr:
     """The kind a row's own text says it is, null when it says none of these."""
-    return (pl.when(_contains_any(REAPED_STEMS)).then(pl.lit("exit-code"))
+    return (pl.when(_contains_any(REAPED_STEMS + LAUNCHER_EXIT_STEMS)).then(pl.lit("exit-code"))
             .when(_contains_any(ABORT_STEMS)).then(pl.lit("abort"))
             .when(_contains_any(CASCADE_STEMS)).then(pl.lit("kill-cascade"))
             .when(_contains_any(SGLANG_WATCHDOG_STEMS)).then(pl.lit("watchdog-timeout"))
@@ -103,7 +104,10 @@ def _summary(ctx: Context, kind: str, record: dict[str, Any], people: list[dict[
     if record["unnamed"]:
         who.append(f"{record['unnamed']} line(s) that name no process")
     where = f"node(s) {ranges(record['nodes'])}" if record["nodes"] else ""
-    text = f"{_WORDS[kind]}: " + " and ".join(who or ["no process named"])
+    words = _WORDS[kind]
+    if kind == "exit-code" and rows.select(_contains_any(LAUNCHER_EXIT_STEMS).all()).item():
+        words = "a launcher saw its child exit"  # (srun, torchrun: no scheduler's parent)
+    text = f"{words}: " + " and ".join(who or ["no process named"])
     text += f", on {where}" if where else ""
     if kind == "exit-code":
         text += f"; exit codes {_exit_codes(rows)}"

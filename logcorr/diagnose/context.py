@@ -46,11 +46,32 @@ CRASH_STEMS = ("hit an exception", "Fatal Python error", *CUDA_FAULT_STEMS,
 INTERRUPTED = "KeyboardInterrupt"
 # The main process heard that a child failed, or a launcher saw the server die (SGLang's
 # popen_launch_server): with no other fatal line, a crash whose process the logs do not show.
-CHILD_FAILED_STEMS = ("Received sigquit from a child process", "Server process exited with code")
+# So does a job launcher: srun's `srun: error: node-3: task 7: Exited with exit code 1`,
+# torchrun's elastic agent's `failed (exitcode: 1) local_rank: 3 (pid: 12345) of binary: …`.
+LAUNCHER_EXIT_STEMS = ("Exited with exit code", "failed (exitcode: ")
+CHILD_FAILED_STEMS = ("Received sigquit from a child process", "Server process exited with code",
+                      *LAUNCHER_EXIT_STEMS)
+# A launcher taking the job down once a process died: slurmstepd cancelling the step
+# (`slurmstepd: error: *** STEP 1745223.0 ON node-3 CANCELLED AT 2025-04-21T10:00:05 ***`),
+# torchrun's agent raising `ChildFailedError` (its summary, below) or killed by a signal
+# (`torch.distributed.elastic.multiprocessing.api.SignalException: Process 4000 got signal: 15`)
+LAUNCHER_STEMS = ("CANCELLED AT", "ChildFailedError", "SignalException: Process")
 # (not a bare "terminated with": torch's "watchdog thread terminated with exception" is the crash)
 CASCADE_STEMS = ("Received sigquit", "SIGQUIT received", "crashed with exit code",
                  "terminated with signal", "terminated with exit code", "kill_process_tree",
-                 "Killed", "Triggering SIGQUIT")
+                 "Killed", "Triggering SIGQUIT", *LAUNCHER_EXIT_STEMS, *LAUNCHER_STEMS)
+# A traceback a process writes raw to stderr (`sys.excepthook`): its first line (a logged one,
+# `… hit an exception: Traceback …`, is a crash stem of its own)
+UNCAUGHT = "Traceback (most recent call last)"
+# torch elastic's `ChildFailedError` summary: `Root Cause (first observed failure):`, then per
+# failure `[0]:` / `  time      : 2025-04-21_10:00:03` / `  host      : node-1` / `  rank      :
+# 11 (local_rank: 3)` / `  exitcode  : 1 (pid: 5012)` / `  error_file: …` / `  traceback : …`
+ELASTIC_STEMS = ("Root Cause (first observed failure)", "  time      : ", "  host      : ",
+                 "  rank      : ", "  exitcode  : ")
+# What a process writes as it exits after an uncaught exception (not work of its own): torch's
+# warning that the process group was not destroyed, Python's shutdown warnings
+EXIT_NOISE = ("process group has NOT been destroyed", "destroy_process_group() was not called",
+              "leaked semaphore", "Exception ignored in", "resource_tracker")
 # How a process is taken down rather than why: Python's faulthandler on SIGABRT, C++'s
 # std::terminate, torch's heartbeat monitor ending a process whose watchdog thread is stuck.
 # After a group's timeout these (and a parent's `exit code -6`) are the hang's teardown.
@@ -141,6 +162,7 @@ ALL_STEMS = tuple(sorted({*CRASH_STEMS, *CASCADE_STEMS, *TIMEOUT_STEMS, *SGLANG_
                           *DUMP_STEMS, *HEALTH_STEMS, *PEER_STEMS, *TRANSFER_STEMS,
                           *BOOTSTRAP_STEMS, *VICTIM_STEMS, NCCL_INIT_TRACE,
                           *CHILD_FAILED_STEMS, *STORE_STEMS, *RDMA_STEMS, INTERRUPTED,
+                          UNCAUGHT, *ELASTIC_STEMS,
                           "Pyspy dump", "NCCL WARN", PYSPY_THREAD, *NCCL_PEER_LOST,
                           *(stem for _, begins, ends in PHASES for stem in begins + ends)}))
 # Lines a serving scheduler prints while it makes progress (only the ranks that print batch
@@ -218,6 +240,7 @@ class Context:
     events: pl.DataFrame = field(default_factory=pl.DataFrame)
     last: pl.DataFrame = field(default_factory=pl.DataFrame)
     progress: pl.DataFrame = field(default_factory=pl.DataFrame)  # proc -> last batch line time
+    places: pl.DataFrame = field(default_factory=pl.DataFrame)  # (file_id, proc): where its lines are
 
     def __post_init__(self) -> None:
         if self.events.height == 0:
@@ -246,6 +269,13 @@ class Context:
             nodes = [node.get(int(p)) for p in rows["proc"].to_list()]
             shared |= {n for n in nodes if nodes.count(n) > 1}
         return [p for p in missing if p >= len(processes) or processes[p].node_rank not in shared]
+
+    def files_of(self, procs: Iterable[int]) -> list[int]:
+        """The files that hold lines of these processes."""
+        if self.places.height == 0:
+            return []
+        return (self.places.filter(pl.col("proc").is_in(list(procs)))
+                .get_column("file_id").unique().to_list())
 
     def who(self, procs: Iterable[int]) -> list[dict[str, Any]]:
         return [self.people[p] for p in sorted(set(procs)) if p in self.people]
@@ -457,19 +487,20 @@ def _short(person: dict[str, Any]) -> str:
     """Who a process is, as a summary names it first: `world rank 5 (TP5, node 0 GPU 5)`,
     `replica 1 world rank 2 (TP2, DP1, node 0 GPU 6)` with native-DP replicas (`PPn` past the
     first pipeline stage); without a world rank, the ranks its prefix printed and its host and
-    PID."""
+    PID (and a rank without a node - a torch job's, no topology - its host and PID)."""
     if not person:
         return "a process"
     head = (f"replica {person['replica']} " if person.get("replica") else "") + _name(person)
     bits = []
     if person.get("world_rank") is not None:
-        bits.append(f"TP{person['tp_rank']}")
+        bits += [f"TP{person['tp_rank']}"] if person.get("tp_rank") is not None else []
         bits += [f"DP{person['dp_rank']}"] if person.get("dp_rank") is not None else []
         bits += [f"PP{person['pp_rank']}"] if person.get("pp_rank") else []
     if person.get("node_rank") is not None:
         bits.append(f"node {person['node_rank']}" + (f" GPU {person['gpu_id']}"
                                                       if person.get("gpu_id") is not None else ""))
-    if person.get("world_rank") is None:
+    # (no world rank, or a torch job's rank that no topology places on a node)
+    if person.get("world_rank") is None or person.get("node_rank") is None:
         bits += [f"host {person['host']}"] if person.get("host") else []
         bits += [f"PID {person['pid']}"] if person.get("pid") else []
     return f"{head} ({', '.join(bits)})" if bits else head

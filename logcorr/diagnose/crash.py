@@ -1,11 +1,14 @@
 """`crash`: the first fatal line of each process; the earliest is the root.
 
 Reads: exception headers, fatal errors (CUDA/HIP/NPU faults, OOM, NCCL errors, torch's heartbeat
-abort), a child reaped by its parent, the peer-blaming lines of victims, NCCL WARN lines before
-the root, and the SIGQUIT / kill cascade after it.
+abort), a child reaped by its parent, a process's death of an uncaught exception (`death`), the
+peer-blaming lines of victims, NCCL WARN lines before the root, torch elastic's failure summary,
+and the SIGQUIT / kill cascade (and launchers' exit lines) after it.
 Cannot decide: which process a fatal line in a shared file belongs to when no line ties it to
 one (reported without a culprit); who failed when every failing process blames a peer that left
-no fatal line (reported without a culprit, naming the peer torch's barrier blames)."""
+no fatal line (reported without a culprit, naming the peer torch's barrier blames); which of
+several processes that died of the same exception within a second went first (one finding
+naming them all)."""
 
 from __future__ import annotations
 
@@ -42,9 +45,11 @@ from logcorr.diagnose.context import (
     lines_in,
     shifted,
 )
+from logcorr.diagnose.death import deaths, elastic_failures, same_exception
 from logcorr.diagnose.identity import name_rows
 from logcorr.diagnose.ranges import ranges, world_ranks
 from logcorr.diagnose.teardown import mark_teardown
+from logcorr.model import COORDINATES
 
 
 def fatal_rows(ctx: Context) -> pl.DataFrame:
@@ -70,12 +75,16 @@ def crash_findings(ctx: Context) -> list[Finding]:
     and the SIGQUIT cascade hang off it. A hang's teardown is not a crash."""
     rows = ctx.events
     fatal = fatal_rows(ctx).filter(~pl.col("_teardown")).drop("_teardown", "_undecided")
+    died = deaths(ctx)
+    if died.height:  # (an uncaught exception a process died of)
+        fatal = pl.concat([fatal, died.select(fatal.columns)]).unique(
+            ["file_id", "line", "part"], keep="first").sort("order")
     fatal = name_rows(ctx, _not_interrupted(rows, fatal), read_records=True)
     crash = fatal.filter(pl.col("proc").is_not_null())
     unnamed = fatal.filter(pl.col("proc").is_null()).sort("order")
     if crash.height == 0:
-        return (_unnamed_crash(ctx, unnamed) or _nccl_init_failures(ctx)
-                or _child_failed(ctx))
+        return (_elastic_crash(ctx) or _unnamed_crash(ctx, unnamed, died=died)
+                or _nccl_init_failures(ctx) or _child_failed(ctx))
     firsts = crash.group_by("proc").agg(pl.all().sort_by("order").first())
     # in one second (SGLang prints whole seconds) a victim's line does not make it the root
     second = pl.col("ts_full").dt.truncate("1s")
@@ -91,21 +100,30 @@ def crash_findings(ctx: Context) -> list[Finding]:
     earlier = unnamed.filter(pl.col("order") < root["order"])
     if earlier.height and earlier["role"][0] not in (None, "scheduler"):
         # the detokenizer, tokenizer manager or DP controller failed before any scheduler
-        return _unnamed_crash(ctx, earlier, waiting=firsts["proc"].to_list())
-    return [_crash(ctx, firsts, earlier, peer_first)]
+        return _unnamed_crash(ctx, earlier, waiting=firsts["proc"].to_list(), died=died)
+    return [_crash(ctx, firsts, earlier, peer_first, died)]
 
 
-def _crash(ctx: Context, firsts: pl.DataFrame, earlier: pl.DataFrame, peer_first: bool
-           ) -> Finding:
+def _crash(ctx: Context, firsts: pl.DataFrame, earlier: pl.DataFrame, peer_first: bool,
+           died: pl.DataFrame) -> Finding:
     """The crash finding: `firsts` (each failed process's first fatal row, the root first),
-    the fatal rows before the root that name no process, whether every one blames a peer."""
+    the fatal rows before the root that name no process, whether every one blames a peer,
+    the processes' deaths of an uncaught exception (`death.deaths`)."""
     root = firsts.row(0, named=True)
     cascade = _cascade_after(ctx, root)
-    later = firsts.slice(1)
     record = _record(ctx, root)  # one read of the rows for both uses
     detail = _exception_text(record, root)
+    death = died.filter((pl.col("file_id") == root["file_id"]) & (pl.col("line") == root["line"]))
+    fan = same_exception(died, death.row(0, named=True)) if death.height else []
+    culprits = fan if len(fan) > 1 else [root["proc"]]
+    later = firsts.filter(~pl.col("proc").is_in(culprits))
     proc_text = _short(ctx.people.get(root["proc"], {}))
     summary = f"{proc_text} failed first: {detail}"
+    if len(fan) > 1:
+        summary = (f"no single root can be told: {len(fan)} processes died of the same "
+                   f"exception within a second ({world_ranks(ctx.who(fan))}): {detail}")
+    elif death.height:
+        summary = f"{proc_text} died of an uncaught exception first: {detail}"
     if peer_first:
         summary = (f"no culprit: every process that failed says a peer failed before it"
                    f"{_blamed_peer(ctx.events, firsts)}, and that peer left no fatal line in "
@@ -123,12 +141,20 @@ def _crash(ctx: Context, firsts: pl.DataFrame, earlier: pl.DataFrame, peer_first
                          if int(p) != root["proc"])
         if others:
             summary += f"; NCCL warned before it on {world_ranks(others)}"
-    evidence = ctx.cite(pl.concat([firsts.head(1).select("file_id", "line"),
+    failures = elastic_failures(ctx)
+    summary += _elastic_said(ctx, failures, culprits)
+    notice = died.filter(pl.col("proc").is_in(culprits)).select(
+        pl.col("_by").struct.field("file_id"), pl.col("_by").struct.field("line")).drop_nulls()
+    evidence = ctx.cite(pl.concat([firsts.filter(pl.col("proc").is_in(culprits))
+                                   .select("file_id", "line"),
                                    record.tail(1).select("file_id", "line"),
+                                   notice, _elastic_places(failures),
                                    warned.select("file_id", "line"),
                                    later.select("file_id", "line"),
-                                   cascade.select("file_id", "line")]), limit=12)
-    finding = Finding("crash", "error", summary, ctx.who([] if peer_first else [root["proc"]]),
+                                   cascade.select("file_id", "line")], how="vertical_relaxed"),
+                        limit=12)
+    who = [] if peer_first else _with_launcher_pairs(ctx.who(culprits), failures)
+    finding = Finding("crash", "error", summary, who,
                       first_ts=_iso(root["ts_full"]),
                       last_ts=_iso(_last_ts(pl.concat([firsts.select("ts_full"),
                                                        cascade.select("ts_full")]))),
@@ -137,6 +163,79 @@ def _crash(ctx: Context, firsts: pl.DataFrame, earlier: pl.DataFrame, peer_first
                       rows=firsts)
     finding.then("crash", later)
     return finding
+
+
+def _elastic_said(ctx: Context, failures: list[dict[str, Any]], culprits: list[int]) -> str:
+    """What torch elastic's summary adds to a crash: its first observed failure, and whether
+    it is a culprit."""
+    root = next((f for f in failures if f["root"]), None)
+    if root is None:
+        return ""
+    ranks = {p.get("world_rank") for p in ctx.who(culprits)}
+    said = (f"; torch elastic's summary names world rank {root['rank']} (local rank "
+            f"{root['local_rank']}, PID {root['pid']}" + (f" on {root['host']}" if root["host"]
+                                                         else "")
+            + f", exit code {root['exitcode']}" + (f", {root['time']}" if root["time"] else "")
+            + ") its first observed failure")
+    return said if root["rank"] in ranks else said + " (these logs show another process first)"
+
+
+def _elastic_places(failures: list[dict[str, Any]]) -> pl.DataFrame:
+    """The (file_id, line) of the summary's root failure (its exitcode line)."""
+    roots = [(f["file_id"], f["line"]) for f in failures if f["root"]]
+    return pl.DataFrame(roots[:1], schema={"file_id": pl.UInt32, "line": pl.UInt32},
+                        orient="row")
+
+
+def _with_launcher_pairs(people: list[dict[str, Any]], failures: list[dict[str, Any]]
+                         ) -> list[dict[str, Any]]:
+    """The culprits, with the PID and host torch elastic's summary gives for their world rank
+    when their own lines show none."""
+    pairs = {f["rank"]: f for f in failures}
+    out = []
+    for person in people:
+        failure = pairs.get(person.get("world_rank"))
+        if failure is not None and not person.get("replica"):
+            person = {**person, "pid": person.get("pid") or failure["pid"],
+                      "host": person.get("host") or failure["host"]}
+        out.append(person)
+    return out
+
+
+def _elastic_crash(ctx: Context) -> list[Finding]:
+    """No fatal line of a process in these logs, but torch elastic's summary names its first
+    observed failure: a crash of that world rank (named by the summary's rank, PID and host;
+    its own output is elsewhere, e.g. `--log-dir` files, or it was killed by a signal)."""
+    failures = elastic_failures(ctx)
+    root = next((f for f in failures if f["root"]), None)
+    if root is None:
+        return []
+    procs = [p for p, person in ctx.people.items()
+             if person.get("world_rank") == root["rank"] and not person.get("replica")]
+    people = (_with_launcher_pairs(ctx.who(procs), failures) if len(procs) == 1 else
+              [{**{c: None for c in COORDINATES}, "world_rank": root["rank"],
+                "host": root["host"], "pid": root["pid"]}])
+    code = root["exitcode"]
+    summary = (f"{_short(people[0])} failed first, by torch elastic's summary (local rank "
+               f"{root['local_rank']}, exit code {code}"
+               + (f" ({_SIGNALS[code]})" if code in _SIGNALS else "")
+               + (f", {root['time']}" if root["time"] else "")
+               + "); no exception of its own is in these logs (its output is elsewhere, e.g. "
+               "torchrun's --log-dir files, or a signal ended it)")
+    others = sorted({f["rank"] for f in failures if not f["root"]})
+    if others:
+        summary += f"; the summary lists world rank(s) {ranges(others)} as failed too"
+    rows = ctx.events.filter(pl.col("order").is_in([f["order"] for f in failures]))
+    cascade = _cascade_after(ctx, {"order": int(rows["order"].min())})  # type: ignore[arg-type]
+    first_ts, last_ts = _span(pl.concat([rows["ts_full"], cascade["ts_full"]]))
+    return [Finding("crash", "error", summary, people, first_ts=first_ts, last_ts=last_ts,
+                    evidence=ctx.cite(pl.concat([_elastic_places(failures),
+                                                 rows.select("file_id", "line"),
+                                                 cascade.select("file_id", "line")],
+                                                how="vertical_relaxed"), 12))]
+
+
+_SIGNALS = {-6: "SIGABRT", -9: "SIGKILL", -11: "SIGSEGV", -15: "SIGTERM"}
 
 
 def _not_interrupted(events: pl.DataFrame, fatal: pl.DataFrame) -> pl.DataFrame:
@@ -161,7 +260,8 @@ def _child_failed(ctx: Context) -> list[Finding]:
     if any(first is not None and first < said["order"][0] for first in before):
         return []  # after Ctrl-C, or the hang's cascade
     first = said.row(0, named=True)
-    code = regex.search(r"exited with code (-?\d+)", " ".join(said["text"].to_list()))
+    code = regex.search(r"(?:[Ee]xited with (?:exit )?code|exitcode:) (-?\d+)",
+                        " ".join(said["text"].to_list()))
     summary = ("a process these logs do not show failed: "
                + ("the main process received a child's SIGQUIT" if "sigquit" in
                   str(first["text"]).lower() else str(first["text"]).strip()[:200]))
@@ -221,8 +321,8 @@ def _nccl_warnings_before(ctx: Context, root: dict[str, Any]) -> pl.DataFrame:
     return warns.group_by("proc", maintain_order=True).first()
 
 
-def _unnamed_crash(ctx: Context, unnamed: pl.DataFrame, waiting: list[int] | None = None
-                   ) -> list[Finding]:
+def _unnamed_crash(ctx: Context, unnamed: pl.DataFrame, waiting: list[int] | None = None,
+                   died: pl.DataFrame | None = None) -> list[Finding]:
     """A fatal line that no evidence ties to a scheduler (`terminate called …` in a file many
     processes write to, or a crash of the main process): reported without a culprit, rather
     than not at all or pinned on the process whose line happened to come before it.
@@ -241,6 +341,9 @@ def _unnamed_crash(ctx: Context, unnamed: pl.DataFrame, waiting: list[int] | Non
         detail += " " + str(what["text"][0]).strip()
     cascade = _cascade_after(ctx, first)
     summary = f"{who} crashed: {detail[:300]}"
+    if died is not None and died.filter((pl.col("file_id") == first["file_id"])
+                                        & (pl.col("line") == first["line"])).height:
+        summary = f"{who} died of an uncaught exception: {detail[:300]}"
     if waiting:
         summary += f"; {len(waiting)} scheduler(s) failed after it"
     evidence = ctx.cite(pl.concat([unnamed.head(1).select("file_id", "line"),

@@ -118,7 +118,11 @@ def _unplaced_timeouts(ctx: Context, rows: list[dict[str, Any]], why: str = _UNN
     times = [r["ts_full"] for r in rows if r["ts_full"]]
     ranks = sorted({r["torch_rank"] for r in rows if r["torch_rank"] is not None})
     groups = sorted({str(r["pg_desc"]).split(":")[0] for r in rows if r["pg_desc"]})
-    who = (f"{len(procs)} process(es)" if procs and len(procs) >= len(ranks)
+    people = ctx.who(procs)
+    # (the processes of a torch world assumed without a config have world ranks)
+    named = bool(people) and all(p.get("world_rank") is not None for p in people)
+    who = (world_ranks(people) if named and len(procs) >= len(ranks)
+           else f"{len(procs)} process(es)" if procs and len(procs) >= len(ranks)
            else f"torch rank(s) {ranges(ranks)}" if ranks else "a process")
     said = [f"SeqNum {', '.join(map(str, seqs[:4]))}"] if seqs else []
     said += [f"group {', '.join(groups)}"] if groups else []

@@ -107,7 +107,7 @@ impl LogSet {
 
     /// What pass 1 found: `keys` (record batch), `server_args` [(file, line, text)],
     /// `headers` [(second µs, key)], `first_dated` [(file, first µs, wrapper offset s)],
-    /// `median` (µs), `wrap_default` (s), `lines`.
+    /// `median` (µs), `wrap_default` (s), `lines`, `rank_spans` [(key, first µs, last µs)].
     fn survey_tables<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let pass = self
             .survey
@@ -124,15 +124,20 @@ impl LogSet {
         out.set_item("median", s.median())?;
         out.set_item("wrap_default", s.wrap_default())?;
         out.set_item("lines", pass.lines)?;
+        let mut spans: Vec<(u32, i64, i64)> =
+            s.rank_spans.iter().map(|(&k, &(a, b))| (k, a, b)).collect();
+        spans.sort_unstable();
+        out.set_item("rank_spans", spans)?;
         Ok(out)
     }
 
     /// End pass 1 and start pass 2 with what the whole set says (per key number: `proc`,
-    /// `evidence`, `conflict`, `role`, `eff_host`; and the set's tables).
+    /// `evidence`, `conflict`, `role`, `eff_host`; and the set's tables; `plain`: the
+    /// processes that are no SGLang scheduler, whose lines take no role).
     #[allow(clippy::too_many_arguments)]
     #[pyo3(signature = (proc, evidence, conflict, roles, eff_host, crowded, shared, file_procs,
                         local_ranks, processes, file_nodes, file_names, first_dated, median,
-                        wrap_default, clock_offsets, events, keep=None))]
+                        wrap_default, clock_offsets, events, keep=None, plain=Vec::new()))]
     fn start_attribution(
         &mut self,
         proc: Vec<Option<u32>>,
@@ -153,11 +158,11 @@ impl LogSet {
         clock_offsets: Vec<(String, i64)>,
         events: (Vec<String>, String, String, Vec<String>, usize),
         keep: Option<usize>,
+        plain: Vec<u32>,
     ) -> PyResult<()> {
         let (stems, child_died, glog_fatal, progress, wrap_min) = events;
         let selection = Selection::new(&stems, &child_died, &glog_fatal, &progress, wrap_min)
             .map_err(PyValueError::new_err)?;
-        let files_with_nodes: HashSet<u32> = file_nodes.iter().map(|(f, _)| *f).collect();
         let mut pass = self
             .survey
             .take()
@@ -186,6 +191,7 @@ impl LogSet {
             file_procs: file_procs.into_iter().collect(),
             local_ranks: local_ranks.map(|r| r.into_iter().collect::<HashSet<_>>()),
             processes,
+            plain: plain.into_iter().collect(),
             file_nodes: file_nodes.into_iter().collect(),
             file_names: file_names.into_iter().collect(),
             clock: Clock {
@@ -203,7 +209,7 @@ impl LogSet {
         drop(pass);
         let (whole, keys) = (Arc::new(whole), Arc::new(keys));
         self.tables = Some((whole.clone(), keys.clone()));
-        let gather = Gather::new(selection, files_with_nodes);
+        let gather = Gather::new(selection);
         // (the lean view hands over each file's first `keep` rows and each chunk's last `keep`
         // rows of each file; else every row)
         let convert = Arc::new(

@@ -12,7 +12,7 @@ use crate::keys::{KeyId, Keys};
 use crate::model::{Columns, Role, Source, StrColumn, ROLES};
 
 /// How a line's process was identified (the `evidence` column), in the order of `model.EVIDENCE`.
-pub const EVIDENCE: [&str; 9] = [
+pub const EVIDENCE: [&str; 10] = [
     "prefix",
     "only-scheduler",
     "pid",
@@ -22,6 +22,7 @@ pub const EVIDENCE: [&str; 9] = [
     "group-rank",
     "continuation",
     "file",
+    "srun-task",
 ];
 const CONTINUATION: u8 = 7;
 const FILE: u8 = 8;
@@ -49,6 +50,9 @@ pub struct Whole {
     /// (process, group-local rank) for every rank each process has; None without a topology.
     pub local_ranks: Option<HashSet<(u32, i32)>>,
     pub processes: Vec<Coordinates>,
+    /// Processes that are no SGLang scheduler (the ranks of a plain torch job): their lines
+    /// take no role from being attributed.
+    pub plain: HashSet<u32>,
     pub file_nodes: HashMap<u32, i32>,
     pub file_names: HashMap<u32, String>,
     pub clock: Clock,
@@ -548,11 +552,12 @@ impl Attributor {
         let name = w.file_names.get(&file_id).map(String::as_str);
         out.file.push(name);
         out.ts.push(ts_full.map(clock::iso).as_deref());
-        out.role.push(if proc.is_some() {
-            Some(role_code(Role::Scheduler))
-        } else {
-            step.role.map(role_code)
-        });
+        out.role
+            .push(if proc.is_some_and(|p| !w.plain.contains(&p)) {
+                Some(role_code(Role::Scheduler))
+            } else {
+                step.role.map(role_code)
+            });
         out.host.push(eff_host);
         out.evidence.push(evidence);
         let stream = c

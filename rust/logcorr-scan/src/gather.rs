@@ -8,7 +8,7 @@
 
 use std::collections::BTreeSet;
 
-use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
+use rustc_hash::FxHashMap as HashMap;
 
 use aho_corasick::{AhoCorasick, AhoCorasickKind, MatchKind};
 use regex::Regex;
@@ -176,7 +176,7 @@ pub struct Tally {
     pub people: HashMap<(u32, KeyId, Option<i64>), Person>,
     pub last: HashMap<u32, Last>,
     pub progress: HashMap<u32, i64>,
-    /// (file, process) -> (lines, first line), for the files `files_with_nodes` names
+    /// (file, process) -> (lines, first line): where each process's lines are
     pub file_procs: HashMap<(u32, u32), (u64, u32)>,
 }
 
@@ -227,7 +227,7 @@ impl Tally {
         }
     }
 
-    fn add(&mut self, row: &Counted, sk: i64, files_with_nodes: &HashSet<u32>) {
+    fn add(&mut self, row: &Counted, sk: i64) {
         self.lines += 1;
         if let Some(e) = row.evidence {
             *self.evidence.entry(e).or_default() += 1;
@@ -266,14 +266,12 @@ impl Tally {
                 *latest = (*latest).max(ts);
             }
         }
-        if files_with_nodes.contains(&row.file_id) {
-            let entry = self
-                .file_procs
-                .entry((row.file_id, proc))
-                .or_insert((0, row.line));
-            entry.0 += 1;
-            entry.1 = entry.1.min(row.line);
-        }
+        let entry = self
+            .file_procs
+            .entry((row.file_id, proc))
+            .or_insert((0, row.line));
+        entry.0 += 1;
+        entry.1 = entry.1.min(row.line);
     }
 }
 
@@ -282,18 +280,16 @@ impl Tally {
 pub struct Gather {
     pub selection: Selection,
     pub tally: Tally,
-    pub files_with_nodes: HashSet<u32>,
     /// The event rows gathered since they were last taken.
     pub events: Vec<Event>,
     waiting: HashMap<u32, (Vec<Counted>, Vec<Event>)>,
 }
 
 impl Gather {
-    pub fn new(selection: Selection, files_with_nodes: HashSet<u32>) -> Gather {
+    pub fn new(selection: Selection) -> Gather {
         Gather {
             selection,
             tally: Tally::default(),
-            files_with_nodes,
             events: Vec::new(),
             waiting: HashMap::default(),
         }
@@ -303,7 +299,7 @@ impl Gather {
     pub fn add(&mut self, counted: Counted, event: Option<Event>, sk: Option<i64>) {
         match sk {
             Some(sk) => {
-                self.tally.add(&counted, sk, &self.files_with_nodes);
+                self.tally.add(&counted, sk);
                 if let Some(mut event) = event {
                     event.sk = sk;
                     self.events.push(event);
@@ -322,7 +318,7 @@ impl Gather {
         if let Some((counted, events)) = self.waiting.remove(&file_id) {
             let sk = key.unwrap_or(NO_TIME);
             for row in &counted {
-                self.tally.add(row, sk, &self.files_with_nodes);
+                self.tally.add(row, sk);
             }
             for mut event in events {
                 event.sk = sk;
@@ -358,7 +354,8 @@ impl Gather {
         let tail_from = len_chars(kept).saturating_sub(s.longest);
         let tail = crate::text::slice_chars(kept, tail_from, None);
         let head = crate::text::slice_chars(next, 0, Some(s.longest));
-        if s.stems.is_match(&format!("{tail}{head}")) {
+        // (a stem the next line holds by itself is that line's, not one the wrap cut)
+        if s.stems.is_match(&format!("{tail}{head}")) && !s.stems.is_match(head) {
             Some(format!("{kept}{next}"))
         } else {
             other.then(|| whole.to_string())

@@ -288,6 +288,10 @@ pattern!(
 // ------------------------------------------------------------------------------- wrappers
 
 const COLOUR: &str = r"(?:\x1b\[[0-9;?]*[A-Za-z]|\[[0-9;]{1,6}m)";
+/// Terminal control sequences a line can start with before its wrapper: erase-line, cursor
+/// moves and colours (`ESC[2K`, `ESC[1A`, `ESC[0G`, `ESC[36m`; docker compose on a terminal
+/// clears the line before each `service  | `), and a carriage return.
+const LEAD_CONTROL: &str = r"(?:\x1b\[[0-9;?]*[A-Za-z]|\r)*";
 const ISO: &str = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?";
 
 built!(
@@ -300,6 +304,7 @@ built!(
     /// Every outer prefix a launcher, collector or viewer adds (each piece optional).
     WRAP_RE = [
         r"^(?P<wrap>",
+        LEAD_CONTROL,
         r"(?:(?P<compose>[A-Za-z][\w.\-]*[-_]\d+) +\| )?",
         r"(?:(?P<task>\d{1,5}): )?",
         r"(?:\x00|\x1b\[[0-9;?]*[A-Za-z])*",
@@ -318,8 +323,8 @@ built!(
         &format!(
             r"(?: ?{COLOUR}?\((?P<ray>\w+ pid=\d+(?:, ip=[\w.\-:]+)?)\)(?: ?{COLOUR})? ?)?"
         ),
-        r"(?: ?(?:(?:[\w.\-]+/\d+ |\d+:)?\[default\d+\]:)?(?:\[rank(?P<trank>\d+)\]:)+ ?",
-        r"| ?(?:[\w.\-]+/\d+ |\d+:)?\[default\d+\]:)?",
+        r"(?: ?(?:(?:[\w.\-]+/\d+ |\d+:)?\[(?P<tlocal>default\d+)\]:)?(?:\[rank(?P<trank>\d+)\]:)+ ?",
+        r"| ?(?:[\w.\-]+/\d+ |\d+:)?\[(?P<tlocal2>default\d+)\]:)?",
         r")",
     ]
     .concat()
@@ -327,7 +332,7 @@ built!(
 pattern!(
     /// First characters a wrapped line can start with.
     WRAP_STARTS,
-    WRAP_STARTS_RE = r"^(?:(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d |[A-Za-z][\w.\-]*[-_]\d+ +\| |[\x00\x1b(0-9]| [\[(\x1b]|\[(?:\d{1,9}\]|20\d\d-\d\d-\d\dT|default|rank|\d\dm|\d;|pod/)|[\w.\-]+ \[std|[\w.\-]+/\d+ \[def)"
+    WRAP_STARTS_RE = r"^(?:(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d |[A-Za-z][\w.\-]*[-_]\d+ +\| |[\x00\x1b\r(0-9]| [\[(\x1b]|\[(?:\d{1,9}\]|20\d\d-\d\d-\d\dT|default|rank|\d\dm|\d;|pod/)|[\w.\-]+ \[std|[\w.\-]+/\d+ \[def)"
 );
 pattern!(
     DOCKER_LOG,
@@ -471,5 +476,6 @@ pub fn shared() -> Vec<(&'static str, String)> {
         ("WORK", WORK.to_string()),
         ("COUNTERS", COUNTERS.to_string()),
         ("OPENS", opens()),
+        ("EXC", EXC.to_string()),
     ]
 }

@@ -23,6 +23,10 @@ pub struct Survey {
     first_at: HashMap<u32, usize>,
     /// fully dated time -> lines
     pub dated: BTreeMap<i64, u64>,
+    /// key row -> (earliest, latest) stamp of its lines that name a torch rank (`[rankN]:`,
+    /// a PG's `Rank N`), as torch and glog print them (month and day, no year): whether two
+    /// processes that claim one rank did so at the same time.
+    pub rank_spans: HashMap<KeyId, (i64, i64)>,
 }
 
 impl Sink for Survey {
@@ -36,6 +40,12 @@ impl Sink for Survey {
             if let Some(ts) = f.ts {
                 let second = ts.div_euclid(clock::MICROS) * clock::MICROS;
                 self.headers.insert((second, key));
+            }
+        }
+        if let (Some(ts), Some(false)) = (f.ts, f.ts_has_year) {
+            if f.torch_rank.is_some() || f.pg_rank.is_some() {
+                let span = self.rank_spans.entry(key).or_insert((ts, ts));
+                *span = (span.0.min(ts), span.1.max(ts));
             }
         }
         let stamp = Stamp {
@@ -85,6 +95,13 @@ impl Survey {
         for (ts, n) in other.dated {
             *self.dated.entry(ts).or_default() += n;
         }
+        for (key, (first, last)) in other.rank_spans {
+            let span = self
+                .rank_spans
+                .entry(mapping[key as usize])
+                .or_insert((first, last));
+            *span = (span.0.min(first), span.1.max(last));
+        }
     }
 
     /// The wrapper offset (seconds) of files without one of their own: the set's one offset
@@ -123,5 +140,42 @@ impl Survey {
             let (a, b) = (i128::from(nth(total / 2 - 1)), i128::from(nth(total / 2)));
             Some(((a + b) / 2) as i64)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::NOWHERE;
+    use crate::parse::{parse_into, Line};
+
+    #[test]
+    fn rank_spans_hold_each_key_rows_first_and_last_torch_stamp() {
+        let texts = [
+            "[rank3]:[W1129 10:00:01.000000000 ProcessGroupNCCL.cpp:1] a",
+            "[rank3]: Traceback (most recent call last):",
+            "[rank3]:[E1129 10:00:09.500000000 ProcessGroupNCCL.cpp:1] b",
+            "[2026-11-29 10:00:00 TP0] Load weight begin.",
+        ];
+        let lines: Vec<Line<'_>> = texts
+            .iter()
+            .enumerate()
+            .map(|(i, text)| Line {
+                file_id: 0,
+                line: i as u32 + 1,
+                text,
+                at: NOWHERE,
+            })
+            .collect();
+        let mut survey = Survey::default();
+        parse_into(&lines, &[], &mut survey, &mut Vec::new());
+        let spans: Vec<(i64, i64)> = survey.rank_spans.values().copied().collect();
+        assert_eq!(
+            spans.len(),
+            1,
+            "one key row of stamped torch lines: {spans:?}"
+        );
+        let (first, last) = spans[0];
+        assert_eq!(last - first, 8_500_000);
     }
 }

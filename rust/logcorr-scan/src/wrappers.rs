@@ -122,6 +122,14 @@ fn wrapper_fields(inner: &str, out: &mut Peeled<'_>) -> usize {
         .or_else(|| get("ray").map(str::to_string))
         .or_else(|| get("task").map(|t| format!("task={t}")))
         .or_else(|| get("compose").map(str::to_string));
+    // torchrun's `--tee` label (`[default3]:`, role and local rank): one worker's output
+    // inside the stream of its agent (an srun task, …)
+    if let Some(local) = get("tlocal").or(get("tlocal2")) {
+        out.stream = Some(match out.stream.take() {
+            Some(outer) => format!("{outer} {local}"),
+            None => local.to_string(),
+        });
+    }
     get("wrap").map_or(0, len_chars)
 }
 
@@ -188,6 +196,70 @@ mod tests {
             decode_json(r#"\u001b[0m\"x\"\u00e9"#),
             "\u{1b}[0m\"x\"\\u00e9"
         );
+    }
+
+    /// The peeled prefix and the body concatenate back to the line.
+    fn whole(text: &str) -> Peeled<'_> {
+        let peeled = peel(text, false);
+        assert_eq!(format!("{}{}", peeled.wrap, peeled.body), text);
+        peeled
+    }
+
+    #[test]
+    fn control_sequences_before_a_compose_service_are_skipped() {
+        let line = "\u{1b}[2Ksglang-1  | [2026-11-29 10:00:00 TP0] Load weight begin.";
+        let peeled = whole(line);
+        assert_eq!(peeled.stream.as_deref(), Some("sglang-1"));
+        assert_eq!(peeled.body, "[2026-11-29 10:00:00 TP0] Load weight begin.");
+        // compose colours its prefix: ESC[36m before the name, ESC[0m after the bar
+        let line = "\u{1b}[2K\r\u{1b}[36msglang-1  | \u{1b}[0m[2026-11-29 10:00:00 TP1] x";
+        let peeled = whole(line);
+        assert_eq!(peeled.stream.as_deref(), Some("sglang-1"));
+        assert_eq!(peeled.body, "[2026-11-29 10:00:00 TP1] x");
+    }
+
+    #[test]
+    fn control_sequences_before_srun_ray_and_kubectl_are_skipped() {
+        let peeled = whole("\u{1b}[1A\u{1b}[2K17: [rank17]: Traceback (most recent call last):");
+        assert_eq!(peeled.stream.as_deref(), Some("task=17"));
+        assert_eq!(peeled.torch_rank, Some(17));
+        assert_eq!(peeled.body, "Traceback (most recent call last):");
+        let peeled = whole("\u{1b}[0m\u{1b}[36m(WorkerDict pid=859188)\u{1b}[0m step 3");
+        assert_eq!(peeled.stream.as_deref(), Some("WorkerDict pid=859188"));
+        assert_eq!(peeled.body, "step 3");
+        let peeled = whole("\u{1b}[0G[pod/sglang-0/sglang] [2026-11-29 10:00:00 TP0] x");
+        assert_eq!(peeled.stream.as_deref(), Some("pod/sglang-0"));
+        assert_eq!(peeled.body, "[2026-11-29 10:00:00 TP0] x");
+    }
+
+    #[test]
+    fn a_compose_line_behind_control_sequences_is_one_part() {
+        use crate::parse::{parse_chunk, Line};
+        let text = "\u{1b}[2Ksglang-1  | [2026-11-29 10:00:01 TP1] Load weight begin.";
+        let lines = [Line {
+            file_id: 0,
+            line: 1,
+            text,
+            at: crate::model::NOWHERE,
+        }];
+        let (columns, _) = parse_chunk(&lines, &[]);
+        assert_eq!(columns.len(), 1);
+        assert_eq!(columns.text.get(0), text);
+        assert_eq!(columns.stream.get(0), Some("sglang-1"));
+        assert_eq!(columns.prefix[4][0], Some(1));
+    }
+
+    #[test]
+    fn torchrun_tee_label_names_the_stream() {
+        let peeled = whole("[default3]:[rank11]: Traceback (most recent call last):");
+        assert_eq!(peeled.stream.as_deref(), Some("default3"));
+        assert_eq!(peeled.torch_rank, Some(11));
+        let peeled = whole("2: [default0]:[rank16]:[W1129 10:00:01.000 x.cpp:1] y");
+        assert_eq!(peeled.stream.as_deref(), Some("task=2 default0"));
+        assert_eq!(peeled.torch_rank, Some(16));
+        let peeled = whole("[default1]:step 3 loss 2.25");
+        assert_eq!(peeled.stream.as_deref(), Some("default1"));
+        assert_eq!(peeled.body, "step 3 loss 2.25");
     }
 
     #[test]
