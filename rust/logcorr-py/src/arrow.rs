@@ -10,14 +10,16 @@ use arrow_array::{
     ArrayRef, BooleanArray, Int32Array, Int64Array, PrimitiveArray, RecordBatch,
     RecordBatchIterator, RecordBatchReader, StringViewArray, UInt16Array, UInt32Array,
 };
-use arrow_buffer::{Buffer, ScalarBuffer};
+use arrow_buffer::{Buffer, NullBuffer, ScalarBuffer};
 use arrow_schema::{ArrowError, DataType, Field, Schema, TimeUnit};
-use logcorr_scan::attribute::{Attributed, EVIDENCE};
+use logcorr_scan::attribute::{Attributed, Whole, EVIDENCE};
+use logcorr_scan::clock;
 use logcorr_scan::gather::{Event, Last, Person, Tally};
 use logcorr_scan::keys::Keys;
 use logcorr_scan::model::{Columns, Source, StrColumn, TextColumn, ROLES};
 use pyo3::prelude::*;
 use pyo3::types::PyCapsule;
+use rustc_hash::FxHashMap as HashMap;
 
 /// Record batches polars takes with `pl.DataFrame(obj)` (read once).
 #[pyclass(module = "logcorr._core")]
@@ -58,12 +60,76 @@ impl ArrowBatch {
     }
 }
 
-fn strings(column: &StrColumn) -> ArrayRef {
-    let mut builder = StringViewBuilder::with_capacity(column.len());
-    for row in 0..column.len() {
-        builder.append_option(column.get(row));
+/// A string column as string views over its own bytes (taken: no copy).
+fn strings(column: &mut StrColumn) -> ArrayRef {
+    let data = std::mem::take(&mut column.data);
+    let views: Vec<u128> = column
+        .spans
+        .iter()
+        .map(|span| match span {
+            Some((at, len)) => make_view(&data[*at as usize..(*at + *len) as usize], 0, *at),
+            None => 0,
+        })
+        .collect();
+    let nulls = nulls_of(column.spans.iter().map(Option::is_some));
+    let array = StringViewArray::try_new(
+        ScalarBuffer::from(views),
+        vec![Buffer::from_vec(data)],
+        nulls,
+    )
+    .expect("views of UTF-8 text within their buffer");
+    Arc::new(array)
+}
+
+/// The validity of a column (None when every value is present).
+fn nulls_of(present: impl Iterator<Item = bool>) -> Option<NullBuffer> {
+    let nulls = NullBuffer::from_iter(present);
+    (nulls.null_count() > 0).then_some(nulls)
+}
+
+/// A column of few distinct strings (file names, hosts) as views into one buffer that holds
+/// each distinct value once.
+fn repeated<'a>(values: impl Iterator<Item = Option<&'a str>>, len: usize) -> ArrayRef {
+    let mut data: Vec<u8> = Vec::new();
+    let mut at: HashMap<&'a str, u32> = HashMap::default();
+    let mut views: Vec<u128> = Vec::with_capacity(len);
+    let mut present: Vec<bool> = Vec::with_capacity(len);
+    for value in values {
+        present.push(value.is_some());
+        views.push(match value {
+            None => 0,
+            Some(v) if v.len() <= 12 => make_view(v.as_bytes(), 0, 0),
+            Some(v) => {
+                let offset = *at.entry(v).or_insert_with(|| {
+                    data.extend_from_slice(v.as_bytes());
+                    (data.len() - v.len()) as u32
+                });
+                make_view(v.as_bytes(), 0, offset)
+            }
+        });
     }
-    Arc::new(builder.finish())
+    let nulls = nulls_of(present.into_iter());
+    let array = StringViewArray::try_new(
+        ScalarBuffer::from(views),
+        vec![Buffer::from_vec(data)],
+        nulls,
+    )
+    .expect("views of UTF-8 text within their buffer");
+    Arc::new(array)
+}
+
+/// Times (µs) as ISO 8601 text (`clock::iso_into`), written into one buffer.
+fn iso_times(values: &[Option<i64>]) -> ArrayRef {
+    let mut data: Vec<u8> = Vec::with_capacity(values.len() * 26);
+    let mut spans: Vec<Option<(u32, u32)>> = Vec::with_capacity(values.len());
+    for value in values {
+        spans.push(value.map(|t| {
+            let at = data.len();
+            clock::iso_into(t, &mut data);
+            (at as u32, (data.len() - at) as u32)
+        }));
+    }
+    strings(&mut StrColumn { data, spans })
 }
 
 fn named(values: impl Iterator<Item = Option<&'static str>>, len: usize) -> ArrayRef {
@@ -129,7 +195,7 @@ pub fn parsed_batch(c: &mut Columns) -> RecordBatch {
         Arc::new(UInt32Array::from(c.line.clone())),
         Arc::new(UInt16Array::from(c.part.clone())),
         text(&mut c.text),
-        strings(&c.msg),
+        strings(&mut c.msg),
         named(
             c.source
                 .iter()
@@ -145,8 +211,8 @@ pub fn parsed_batch(c: &mut Columns) -> RecordBatch {
         bools(&c.ts_has_date),
         bools(&c.ts_has_year),
         micros(&c.wrap_ts, Some("UTC")),
-        strings(&c.stream),
-        strings(&c.host),
+        strings(&mut c.stream),
+        strings(&mut c.host),
         i64s(&c.pid),
         i64s(&c.tid),
         i32s(&c.device_id),
@@ -158,22 +224,22 @@ pub fn parsed_batch(c: &mut Columns) -> RecordBatch {
     let rest: Vec<(&str, DataType, ArrayRef)> = vec![
         ("torch_rank", DataType::Int32, i32s(&c.torch_rank)),
         ("pg_id", DataType::Int32, i32s(&c.pg_id)),
-        ("pg_guid", view(), strings(&c.pg_guid)),
-        ("pg_desc", view(), strings(&c.pg_desc)),
+        ("pg_guid", view(), strings(&mut c.pg_guid)),
+        ("pg_desc", view(), strings(&mut c.pg_desc)),
         ("pg_rank", DataType::Int32, i32s(&c.pg_rank)),
         ("seq", DataType::Int64, i64s(&c.seq)),
-        ("op", view(), strings(&c.op)),
+        ("op", view(), strings(&mut c.op)),
         ("last_enqueued", DataType::Int64, i64s(&c.last_enqueued)),
         ("last_completed", DataType::Int64, i64s(&c.last_completed)),
-        ("comm", view(), strings(&c.comm)),
-        ("comm_id", view(), strings(&c.comm_id)),
+        ("comm", view(), strings(&mut c.comm)),
+        ("comm_id", view(), strings(&mut c.comm_id)),
         ("comm_rank", DataType::Int32, i32s(&c.comm_rank)),
         ("comm_nranks", DataType::Int32, i32s(&c.comm_nranks)),
-        ("nccl_phase", view(), strings(&c.nccl_phase)),
+        ("nccl_phase", view(), strings(&mut c.nccl_phase)),
         ("gloo_rank", DataType::Int32, i32s(&c.gloo_rank)),
         ("gloo_size", DataType::Int32, i32s(&c.gloo_size)),
         ("link_pid", DataType::Int64, i64s(&c.link_pid)),
-        ("proctitle", view(), strings(&c.proctitle)),
+        ("proctitle", view(), strings(&mut c.proctitle)),
         ("server_args", DataType::Boolean, bools(&c.server_args)),
         ("capped", DataType::Boolean, bools(&c.capped)),
         (
@@ -348,7 +414,16 @@ fn statics(values: &[Option<&'static str>]) -> ArrayRef {
 
 /// A chunk's rows as the runs store them: the timeline contract (but `order`), the detail
 /// columns, what the diagnosis and the counts read, `_sk` and `_next`.
-pub fn attributed_batch(c: &mut Columns, a: &Attributed) -> RecordBatch {
+pub fn attributed_batch(c: &mut Columns, a: &Attributed, whole: &Whole) -> RecordBatch {
+    let len = c.len();
+    let files = repeated(
+        c.file_id
+            .iter()
+            .map(|f| whole.file_names.get(f).map(String::as_str)),
+        len,
+    );
+    let hosts = repeated((0..len).map(|row| a.host(whole, row)), len);
+    let streams = repeated((0..len).map(|row| a.stream(c, whole, row)), len);
     let coordinate = |i: usize| i32s(&a.coordinates[i]);
     let names = [
         "node_rank",
@@ -378,10 +453,10 @@ pub fn attributed_batch(c: &mut Columns, a: &Attributed) -> RecordBatch {
         .collect();
     let ts_full: PrimitiveArray<TimestampMicrosecondType> = a.ts_full.iter().copied().collect();
     batch(vec![
-        ("file", strings(&a.file)),
+        ("file", files),
         ("line", Arc::new(UInt32Array::from(c.line.clone()))),
         ("part", Arc::new(UInt16Array::from(c.part.clone()))),
-        ("ts", strings(&a.ts)),
+        ("ts", iso_times(&a.ts_full)),
         (
             "source",
             named(
@@ -392,7 +467,7 @@ pub fn attributed_batch(c: &mut Columns, a: &Attributed) -> RecordBatch {
             ),
         ),
         ("role", statics(&roles)),
-        ("host", strings(&a.host)),
+        ("host", hosts),
         ("node_rank", coordinate(of("node_rank"))),
         ("pid", i64s(&c.pid)),
         ("tid", i64s(&c.tid)),
@@ -410,31 +485,31 @@ pub fn attributed_batch(c: &mut Columns, a: &Attributed) -> RecordBatch {
         ("moe_ep_rank", coordinate(of("moe_ep_rank"))),
         ("moe_tp_rank", coordinate(of("moe_tp_rank"))),
         ("evidence", statics(&evidence)),
-        ("stream", strings(&a.stream)),
+        ("stream", streams),
         ("text", text(&mut c.text)),
         ("file_id", Arc::new(UInt32Array::from(c.file_id.clone()))),
         ("proc", u32s(&a.proc)),
         ("record", Arc::new(UInt32Array::from(a.record.clone()))),
         ("why", statics(&a.why)),
-        ("msg", strings(&c.msg)),
+        ("msg", strings(&mut c.msg)),
         ("ts_full", Arc::new(ts_full)),
         ("torch_rank", i32s(&c.torch_rank)),
-        ("pg_desc", strings(&c.pg_desc)),
+        ("pg_desc", strings(&mut c.pg_desc)),
         ("pg_rank", i32s(&c.pg_rank)),
         ("seq", i64s(&c.seq)),
-        ("op", strings(&c.op)),
+        ("op", strings(&mut c.op)),
         ("last_enqueued", i64s(&c.last_enqueued)),
         ("last_completed", i64s(&c.last_completed)),
-        ("comm", strings(&c.comm)),
-        ("comm_id", strings(&c.comm_id)),
+        ("comm", strings(&mut c.comm)),
+        ("comm_id", strings(&mut c.comm_id)),
         ("comm_rank", i32s(&c.comm_rank)),
         ("comm_nranks", i32s(&c.comm_nranks)),
-        ("nccl_phase", strings(&c.nccl_phase)),
+        ("nccl_phase", strings(&mut c.nccl_phase)),
         ("starts_record", bools(&c.starts_record)),
         ("ts_note", statics(&a.ts_note)),
         ("capped", bools(&c.capped)),
         ("_sk", i64s(&a.sk)),
-        ("_next", strings(&a.next)),
+        ("_next", strings(&mut a.next.clone())),
     ])
 }
 

@@ -212,14 +212,19 @@ impl LogSet {
         let gather = Gather::new(selection);
         // (the lean view hands over each file's first `keep` rows and each chunk's last `keep`
         // rows of each file; else every row)
+        let tables = whole.clone();
         let convert = Arc::new(
             move |columns: &mut Columns,
                   attributed: &Attributed,
                   handed: &mut HashMap<u32, usize>| match keep {
-                None => attributed_batch(columns, attributed),
+                None => attributed_batch(columns, attributed, &tables),
                 Some(keep) => {
                     let rows = ends(&columns.file_id, handed, keep);
-                    attributed_batch(&mut columns.select(&rows), &attributed.select(&rows))
+                    attributed_batch(
+                        &mut columns.select(&rows),
+                        &attributed.select(&rows),
+                        &tables,
+                    )
                 }
             },
         );
@@ -265,7 +270,7 @@ impl LogSet {
             .tables
             .clone()
             .ok_or_else(|| PyValueError::new_err("pass 2 has not started"))?;
-        let attributor = Attributor::new(whole, keys, None);
+        let attributor = Attributor::new(whole.clone(), keys, None);
         let wanted: HashSet<u32> = file_ids.into_iter().collect();
         let pass = AttributePass::new(
             self.files.clone(),
@@ -274,7 +279,11 @@ impl LogSet {
             attributor,
             Some(wanted.clone()),
         );
-        Ok(RowsOf { pass, wanted })
+        Ok(RowsOf {
+            pass,
+            wanted,
+            whole,
+        })
     }
 
     /// The event rows gathered since the last call (a record batch), taken.
@@ -352,13 +361,14 @@ fn ends(files: &[u32], heads: &mut HashMap<u32, usize>, keep: usize) -> Vec<usiz
 pub struct RowsOf {
     pass: AttributePass,
     wanted: HashSet<u32>,
+    whole: Arc<Whole>,
 }
 
 #[pymethods]
 impl RowsOf {
     /// The next chunk's rows of the wanted files; None at the end.
     fn next_chunk(&mut self, py: Python<'_>) -> Option<ArrowBatch> {
-        let (pass, wanted) = (&mut self.pass, &self.wanted);
+        let (pass, wanted, whole) = (&mut self.pass, &self.wanted, &self.whole);
         let batch = py.detach(|| loop {
             match pass.step()? {
                 Step::Skipped(_) => continue,
@@ -372,6 +382,7 @@ impl RowsOf {
                     return Some(attributed_batch(
                         &mut columns.select(&rows),
                         &attributed.select(&rows),
+                        whole,
                     ));
                 }
             }

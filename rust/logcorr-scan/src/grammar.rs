@@ -155,7 +155,8 @@ pub struct Verdict {
 /// The grammar state of one file.
 #[derive(Default, Debug, Clone)]
 pub struct FileGrammar {
-    streams: HashMap<Option<String>, Stream>,
+    /// (a file has a stream or a few: found by a look along them)
+    streams: Vec<(Option<String>, Stream)>,
     identities: HashMap<u64, Identity>,
 }
 
@@ -201,8 +202,19 @@ impl Stream {
 impl FileGrammar {
     /// Read one row (rows come in file order).
     pub fn row(&mut self, r: &Row<'_>) -> Verdict {
-        let key = r.stream.map(str::to_string);
-        let s = self.streams.entry(key).or_default();
+        let at = match self
+            .streams
+            .iter()
+            .position(|(k, _)| k.as_deref() == r.stream)
+        {
+            Some(at) => at,
+            None => {
+                self.streams
+                    .push((r.stream.map(str::to_string), Stream::default()));
+                self.streams.len() - 1
+            }
+        };
+        let s = &mut self.streams[at].1;
         let i = r.seq;
         let m = r.message;
         let raw = raw_of(r.source);
@@ -376,24 +388,17 @@ impl FileGrammar {
             ..Verdict::default()
         };
         if let Some(t) = target {
-            let identity = if t.seq == i {
-                self.identities.insert(
-                    i,
-                    Identity {
-                        first: None,
-                        conflict: false,
-                        role: None,
-                    },
-                );
-                self.identities.get_mut(&i)
+            if t.seq == i {
+                // (a record's first row: its identity is its own; kept once a later row of
+                // the record needs it, made then from the head as this row would make it)
+                verdict.kid = r.proc;
+                verdict.krole = r.role;
             } else {
-                Some(self.identities.entry(t.seq).or_insert(Identity {
+                let id = self.identities.entry(t.seq).or_insert(Identity {
                     first: t.proc,
                     conflict: false,
                     role: t.role,
-                }))
-            };
-            if let Some(id) = identity {
+                });
                 if let Some(proc) = r.proc {
                     match id.first {
                         None => id.first = Some(proc),
@@ -416,8 +421,8 @@ impl FileGrammar {
     pub fn prune(&mut self) {
         let live: Vec<u64> = self
             .streams
-            .values()
-            .flat_map(|s| {
+            .iter()
+            .flat_map(|(_, s)| {
                 s.block
                     .map(|b| b.head.seq)
                     .into_iter()

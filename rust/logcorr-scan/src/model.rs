@@ -305,6 +305,52 @@ fn role_code(role: Role) -> u8 {
 }
 
 impl Columns {
+    /// Room for `rows` more rows in every column (a chunk's columns grow once, not by doubling).
+    pub fn reserve(&mut self, rows: usize) {
+        self.file_id.reserve(rows);
+        self.line.reserve(rows);
+        self.part.reserve(rows);
+        self.text.spans.reserve(rows);
+        self.msg.spans.reserve(rows);
+        self.source.reserve(rows);
+        self.role.reserve(rows);
+        self.starts_record.reserve(rows);
+        self.ts.reserve(rows);
+        self.ts_has_date.reserve(rows);
+        self.ts_has_year.reserve(rows);
+        self.wrap_ts.reserve(rows);
+        self.stream.spans.reserve(rows);
+        self.host.spans.reserve(rows);
+        self.pid.reserve(rows);
+        self.tid.reserve(rows);
+        self.device_id.reserve(rows);
+        for column in &mut self.prefix {
+            column.reserve(rows);
+        }
+        self.torch_rank.reserve(rows);
+        self.pg_id.reserve(rows);
+        self.pg_guid.spans.reserve(rows);
+        self.pg_desc.spans.reserve(rows);
+        self.pg_rank.reserve(rows);
+        self.seq.reserve(rows);
+        self.op.spans.reserve(rows);
+        self.last_enqueued.reserve(rows);
+        self.last_completed.reserve(rows);
+        self.comm.spans.reserve(rows);
+        self.comm_id.spans.reserve(rows);
+        self.comm_rank.reserve(rows);
+        self.comm_nranks.reserve(rows);
+        self.nccl_phase.spans.reserve(rows);
+        self.gloo_rank.reserve(rows);
+        self.gloo_size.reserve(rows);
+        self.link_pid.reserve(rows);
+        self.proctitle.spans.reserve(rows);
+        self.server_args.reserve(rows);
+        self.capped.reserve(rows);
+        self.main.reserve(rows);
+        self.exc.reserve(rows);
+    }
+
     /// Row `row`'s fields (borrowing the columns' strings).
     pub fn fields(&self, row: usize) -> Fields<'_> {
         fn s(c: &StrColumn, row: usize) -> Option<Cow<'_, str>> {
@@ -355,6 +401,7 @@ impl Columns {
     /// The rows `rows` of these columns (their texts copied).
     pub fn select(&self, rows: &[usize]) -> Columns {
         let mut out = Columns::default();
+        out.reserve(rows.len());
         for &row in rows {
             out.push(self.file_id[row], self.line[row], &self.fields(row), None);
         }

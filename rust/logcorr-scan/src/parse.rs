@@ -61,6 +61,7 @@ impl Sink for Columns {
 /// caller puts in `columns.text.blocks`) and what the chunk's last two lines say.
 pub fn parse_chunk(lines: &[Line<'_>], before: &[Said]) -> (Columns, Vec<Said>) {
     let mut columns = Columns::default();
+    columns.reserve(lines.len());
     let after = parse_into(lines, before, &mut columns, &mut Vec::new());
     (columns, after)
 }
@@ -330,6 +331,7 @@ fn fill_from_wrapper(f: &mut Fields<'_>, w: &Peeled<'_>, torch_rank: Option<i32>
 }
 
 static COMM: Literal = Literal::new(|| Finder::new("comm 0x"));
+static ENCODE: Literal = Literal::new(|| Finder::new("encode_"));
 static YSPY: Literal = Literal::new(|| Finder::new("yspy"));
 
 static HIT: Literal = Literal::new(|| Finder::new("hit an exception"));
@@ -361,12 +363,15 @@ fn stem_role(text: &str) -> Option<Role> {
         if bytes.get(at + 1) != Some(&b' ') {
             continue;
         }
-        let rest = &text[at..];
+        let rest = &bytes[at..];
+        // (the byte after `] ` tells most stems apart before a whole comparison)
+        let Some(&third) = rest.get(2) else { continue };
         for (index, (stem, _)) in p::ROLE_STEMS.iter().enumerate() {
             if first.is_some_and(|f| f <= index) {
                 break;
             }
-            if stem.starts_with("] ") && rest.starts_with(stem) {
+            let stem = stem.as_bytes();
+            if stem[0] == b']' && stem[2] == third && rest.starts_with(stem) {
                 first = Some(index);
             }
         }
@@ -539,7 +544,7 @@ fn sglang_fast(text: &str) -> Option<Quick> {
         }
         None => (None, tail),
     };
-    let encoder = tokens.contains("encode_") && p::SGL_ENCODER.is_match(tokens);
+    let encoder = ENCODE.find(tokens).is_some() && p::SGL_ENCODER.is_match(tokens);
     let ranks = match canonical_ranks(tokens) {
         Some(ranks) => ranks,
         None => p::SGL_TOKENS.is_match(tokens).then(|| rank_tokens(tokens)),

@@ -290,10 +290,11 @@ impl Scanner {
         let lines = raw.lines();
         let mut keyed = Keyed {
             columns: Columns::default(),
-            ids: Vec::new(),
+            ids: Vec::with_capacity(lines.len()),
             keys,
             buf: Vec::new(),
         };
+        keyed.columns.reserve(lines.len());
         let before = self.before(&raw);
         parse_into(&lines, &before, &mut keyed, &mut self.quick);
         drop(lines);

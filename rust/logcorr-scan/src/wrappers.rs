@@ -12,7 +12,10 @@ use std::borrow::Cow;
 
 use crate::patterns as p;
 use crate::stamp::{self, Format};
-use crate::text::{int, len_chars, slice_chars};
+use crate::text::{int, len_chars, slice_chars, Literal};
+use memchr::memmem::Finder;
+
+static COLON_SPACE: Literal = Literal::new(|| Finder::new(": "));
 
 /// A line's wrapper: what it is, where the body starts, and the fields it gives.
 #[derive(Debug, Default, Clone)]
@@ -35,6 +38,12 @@ pub struct Peeled<'a> {
 
 /// The `pdsh` host and the line under it (`inner`).
 pub fn pdsh(text: &str) -> (Option<&str>, &str) {
+    // (what the pattern needs at least: a letter first, then `: ` somewhere)
+    let maybe = text.as_bytes().first().is_some_and(u8::is_ascii_alphabetic)
+        && COLON_SPACE.find(text).is_some();
+    if !maybe {
+        return (None, text);
+    }
     match p::PDSH_RE.captures(text).and_then(|c| c.get(1)) {
         Some(host) => {
             let host = host.as_str();
