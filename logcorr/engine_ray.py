@@ -139,7 +139,7 @@ def _connect(ray: Any, options: RayOptions) -> bool:
             ray.init(address=options.address, **quiet)
         else:
             ray.init(num_cpus=options.cpus, include_dashboard=False, **quiet)
-    except (ConnectionError, RuntimeError, ValueError) as error:
+    except (OSError, RuntimeError, ValueError) as error:  # (ConnectionError: an OSError)
         where = f"at {options.address}" if options.address else "on this machine"
         first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         raise EngineError(f"cannot start or reach a Ray cluster {where}: {first}; start one "
