@@ -276,6 +276,46 @@ def write_partition(rows: pl.DataFrame, folder: str, index: int) -> str:
     return path
 
 
+EXCHANGE = ".exchange"  # the output folder's subfolder of the groups' slices of each range
+
+
+def _fragment_path(folder: str, group: int, index: int) -> str:
+    return os.path.join(folder, EXCHANGE, f"g{group:05d}-r{index:05d}.arrow")
+
+
+def write_fragments(fragments: Sequence[pl.DataFrame], folder: str, group: int) -> None:
+    """A group's slice of each range, as Arrow files (lz4) in `folder`'s exchange (each
+    through a temporary name: a task run again writes the same bytes again)."""
+    os.makedirs(os.path.join(folder, EXCHANGE), exist_ok=True)
+    for index, fragment in enumerate(fragments):
+        if not fragment.height:
+            continue
+        path = _fragment_path(folder, group, index)
+        temp = f"{path}.{os.getpid()}.partial"
+        try:
+            fragment.write_ipc(temp, compression="lz4")
+            os.replace(temp, path)
+        except OSError as error:
+            raise InputError(f"cannot write {path} on {socket.gethostname()}: "
+                             f"{error.strerror or error} (the output folder must be shared "
+                             "storage every worker can write)") from None
+        finally:
+            if os.path.exists(temp):
+                os.unlink(temp)
+
+
+def read_fragments(folder: str, index: int, groups: Sequence[int]) -> list[pl.DataFrame]:
+    """Range `index`'s slices written by `groups`."""
+    return [pl.read_ipc(_fragment_path(folder, g, index)) for g in groups]
+
+
+def drop_fragments(folder: str, index: int, groups: Sequence[int]) -> None:
+    for group in groups:
+        path = _fragment_path(folder, group, index)
+        if os.path.exists(path):
+            os.unlink(path)
+
+
 def merged_tally(parts: Iterable[Tally]) -> Tally:
     """The counts of every group as one `Tally` (each table's rows of every group: the
     diagnosis reduces them as it reduces one run's chunks)."""

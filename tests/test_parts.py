@@ -82,9 +82,11 @@ def test_dropping_the_carried_state_changes_the_timeline(
 
     assert run().timeline.equals(local.timeline)
 
-    def forgetting(files: list[parts.File], tables: parts.Tables) -> list[object]:
+    def forgetting(files: list[parts.File], tables: parts.Tables, folder: str,
+                   group: int) -> parts.AttributedPart:
         done, fragments = parts.attribute_part(files, tables, forget=True)
-        return [done, *fragments]
+        parts.write_fragments(fragments, folder, group)
+        return done
 
     monkeypatch.setattr(engine_ray, "_attribute_task", forgetting)
     assert not run().timeline.equals(local.timeline)
