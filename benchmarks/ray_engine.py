@@ -13,8 +13,8 @@ The partitions read in `order` must equal the local export (`DataFrame.equals`) 
 --report documents must be byte-identical.
 
 `--tasks` also times the engine's tasks one at a time in this process, without Ray (the parts
-functions of logcorr.parts on the same groups): CPU-seconds per group and per range, from which
-the README estimates the workers a day of logs needs.
+functions of logcorr.parts on the same groups, their slices written and read as the tasks do): seconds
+per group and per range, from which the README estimates the workers a day of logs needs.
 """
 
 from __future__ import annotations
@@ -136,17 +136,21 @@ def task_costs(folder: Path, cpus: int) -> list[tuple[str, ...]]:
     ranges = max(cpus, -(-int(tables["lines"]) // (1 << 19)))
     shared = parts.Tables(merged.keys(), arguments, CHUNK_BYTES,  # type: ignore[attr-defined]
                           tuple(merged.bounds(ranges)))  # type: ignore[attr-defined]
-    results = [timed(f"pass 2, group {i}", sum(parts.size_of(f) for f in g) / 1e6, "MB",
-                     lambda g=g: parts.attribute_part(g, shared)) for i, g in enumerate(groups)]
-    starts = parts.offsets([r[0].counts for r in results])  # type: ignore[index]
     out = Path(tempfile.mkdtemp(prefix="logcorr-bench-"))
     try:
-        for index, start in enumerate(starts):
-            fragments = [r[1][index] for r in results]  # type: ignore[index]
-            rows_in = sum(f.height for f in fragments)
-            timed(f"merge, range {index}", rows_in / 1e6, "M rows",
-                  lambda f=fragments, s=start, i=index: parts.write_partition(
-                      parts.merge_range(f, s), str(out), i))
+        def attribute(group: list[parts.File], index: int) -> object:
+            done, fragments = parts.attribute_part(group, shared)
+            parts.write_fragments(fragments, str(out), index)
+            return done
+
+        results = [timed(f"pass 2, group {i}", sum(parts.size_of(f) for f in g) / 1e6, "MB",
+                         lambda g=g, i=i: attribute(g, i)) for i, g in enumerate(groups)]
+        counts = [r.counts for r in results]  # type: ignore[attr-defined]
+        for index, start in enumerate(parts.offsets(counts)):
+            having = [g for g, c in enumerate(counts) if c[index]]
+            timed(f"merge, range {index}", sum(c[index] for c in counts) / 1e6, "M rows",
+                  lambda h=having, s=start, i=index: parts.write_partition(
+                      parts.merge_range(parts.read_fragments(str(out), i, h), s), str(out), i))
     finally:
         shutil.rmtree(out, ignore_errors=True)
     return rows
