@@ -139,9 +139,8 @@ def task_costs(folder: Path, cpus: int) -> list[tuple[str, ...]]:
     out = Path(tempfile.mkdtemp(prefix="logcorr-bench-"))
     try:
         def attribute(group: list[parts.File], index: int) -> object:
-            done, fragments = parts.attribute_part(group, shared)
-            parts.write_fragments(fragments, str(out), index)
-            return done
+            return parts.attribute_part(
+                group, shared, lambda i, rows: parts.write_fragment(str(out), index, i, rows))
 
         results = [timed(f"pass 2, group {i}", sum(parts.size_of(f) for f in g) / 1e6, "MB",
                          lambda g=g, i=i: attribute(g, i)) for i, g in enumerate(groups)]

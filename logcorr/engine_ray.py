@@ -257,17 +257,15 @@ class _Job:
 
 def _attribute_task(files: list[parts.File], tables: parts.Tables, folder: str,
                     group: int) -> parts.AttributedPart:
-    """Pass 2 over a group: its slice of each range written into `folder`'s exchange."""
-    done, fragments = parts.attribute_part(files, tables)
-    parts.write_fragments(fragments, folder, group)
-    return done
+    """Pass 2 over a group: its rows of each range written into `folder`'s exchange."""
+    return parts.attribute_part(
+        files, tables, lambda index, rows: parts.write_fragment(folder, group, index, rows))
 
 
 def _merge_task(folder: str, index: int, start: int, detail: bool, groups: list[int]) -> int:
-    """Range `index`'s slices of `groups` merged and written as partition `index`; its rows."""
+    """Range `index`'s rows of `groups` merged and written as partition `index`; its rows."""
     rows = parts.merge_range(parts.read_fragments(folder, index, groups), start, detail)
     parts.write_partition(rows, folder, index)
-    parts.drop_fragments(folder, index, groups)
     return rows.height
 
 

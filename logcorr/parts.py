@@ -9,10 +9,11 @@ hands the next is a plain value that travels:
                                                       order (key rows numbered as one reader
                                                       numbers them); `api.whole_set` resolves
                                                       them as the local run does
-    attribute_part(files, tables) -> (AttributedPart, fragments)
+    attribute_part(files, tables, write) -> AttributedPart
                                                       pass 2 over a group: its rows in
                                                       timeline order cut at the ranges'
-                                                      bounds, its counts, its event rows
+                                                      bounds (each range to `write`), its
+                                                      counts, its event rows
     merge_range(fragments, start) -> frame            one range's rows of every group in
                                                       timeline order, numbered from `start`
 
@@ -32,7 +33,7 @@ from __future__ import annotations
 
 import os
 import socket
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -169,16 +170,19 @@ class AttributedPart:
     events: pl.DataFrame
 
 
-def attribute_part(files: list[File], tables: Tables, forget: bool = False
-                   ) -> tuple[AttributedPart, list[pl.DataFrame]]:
+def attribute_part(files: list[File], tables: Tables,
+                   write: Callable[[int, pl.DataFrame], None], forget: bool = False
+                   ) -> AttributedPart:
     """Pass 2 over a group of whole files, as the local run does it (`api._attribute_pass`):
-    its rows sorted by the timeline key and cut at `tables.bounds` (one frame per range,
-    FRAGMENT_COLUMNS). `forget` (tests only): every chunk starts without the state the one
-    before left."""
+    its rows sorted by the timeline key and cut at `tables.bounds`, each range's rows handed
+    to `write(range, rows)` (FRAGMENT_COLUMNS) once the range is complete, so that at most one
+    range is held. `forget` (tests only): every chunk starts without the state the one before
+    left."""
     same_version(tables.version)
     visible(files)
     part = tables.part(files)
     total = sum(size_of(f) for f in files)
+    counts = [0] * (len(tables.bounds) + 1)
     workspace = Workspace(memory_budget_for(total))
     try:
         logs = _Forgetting(part) if forget else part
@@ -186,10 +190,12 @@ def attribute_part(files: list[File], tables: Tables, forget: bool = False
                                          lambda stage, done, of: None)
         events = _read_events(tally.events, workspace)
         tally.events = []
-        fragments = cut(merge(runs, FRAGMENT_COLUMNS), tables.bounds)
+        for index, rows in ranges(merge(runs, FRAGMENT_COLUMNS), tables.bounds):
+            counts[index] = rows.height
+            write(index, rows)
     finally:
         workspace.close()
-    return AttributedPart([f.height for f in fragments], tally, events), fragments
+    return AttributedPart(counts, tally, events)
 
 
 class _Forgetting:
@@ -206,20 +212,30 @@ class _Forgetting:
         return getattr(self.part, name)
 
 
-def cut(batches: Iterable[pl.DataFrame], bounds: Sequence[int]) -> list[pl.DataFrame]:
-    """Rows in timeline order (batches) cut into len(bounds) + 1 ranges: range i holds the
-    rows whose sort time is at least bounds[i - 1] and below bounds[i]."""
-    pieces: list[list[pl.DataFrame]] = [[] for _ in range(len(bounds) + 1)]
+def ranges(batches: Iterable[pl.DataFrame], bounds: Sequence[int]
+           ) -> Iterator[tuple[int, pl.DataFrame]]:
+    """Rows in timeline order (batches) cut into ranges: range i holds the rows whose sort
+    time is at least bounds[i - 1] and below bounds[i]. Each range that has rows is given
+    once, when the rows reach past it (or at the end)."""
+    held: list[pl.DataFrame] = []
+    current = 0
+    probe = pl.Series(bounds, dtype=pl.Int64)
     for batch in batches:
         batch = batch.select(FRAGMENT_COLUMNS)
-        ends = [*batch.get_column("_sk").search_sorted(pl.Series(bounds, dtype=pl.Int64),
-                                                       side="left").to_list(), batch.height]
+        ends = [*batch.get_column("_sk").search_sorted(probe, side="left").to_list(),
+                batch.height]
         start = 0
         for index, end in enumerate(ends):
-            if end > start:
-                pieces[index].append(batch.slice(start, end - start))
-            start = max(start, end)
-    return [pl.concat(p) if p else _empty_fragment() for p in pieces]
+            if index < current or end <= start:
+                continue
+            if index > current:
+                if held:
+                    yield current, pl.concat(held)
+                held, current = [], index
+            held.append(batch.slice(start, end - start))
+            start = end
+    if held:
+        yield current, pl.concat(held)
 
 
 def _empty_fragment() -> pl.DataFrame:
@@ -283,37 +299,28 @@ def _fragment_path(folder: str, group: int, index: int) -> str:
     return os.path.join(folder, EXCHANGE, f"g{group:05d}-r{index:05d}.arrow")
 
 
-def write_fragments(fragments: Sequence[pl.DataFrame], folder: str, group: int) -> None:
-    """A group's slice of each range, as Arrow files (lz4) in `folder`'s exchange (each
-    through a temporary name: a task run again writes the same bytes again)."""
+def write_fragment(folder: str, group: int, index: int, rows: pl.DataFrame) -> None:
+    """A group's rows of range `index`, as an Arrow file (lz4) in `folder`'s exchange
+    (through a temporary name: a task run again writes the same bytes again)."""
     os.makedirs(os.path.join(folder, EXCHANGE), exist_ok=True)
-    for index, fragment in enumerate(fragments):
-        if not fragment.height:
-            continue
-        path = _fragment_path(folder, group, index)
-        temp = f"{path}.{os.getpid()}.partial"
-        try:
-            fragment.write_ipc(temp, compression="lz4")
-            os.replace(temp, path)
-        except OSError as error:
-            raise InputError(f"cannot write {path} on {socket.gethostname()}: "
-                             f"{error.strerror or error} (the output folder must be shared "
-                             "storage every worker can write)") from None
-        finally:
-            if os.path.exists(temp):
-                os.unlink(temp)
+    path = _fragment_path(folder, group, index)
+    temp = f"{path}.{os.getpid()}.partial"
+    try:
+        rows.write_ipc(temp, compression="lz4")
+        os.replace(temp, path)
+    except OSError as error:
+        raise InputError(f"cannot write {path} on {socket.gethostname()}: "
+                         f"{error.strerror or error} (the output folder must be shared "
+                         "storage every worker can write)") from None
+    finally:
+        if os.path.exists(temp):
+            os.unlink(temp)
 
 
 def read_fragments(folder: str, index: int, groups: Sequence[int]) -> list[pl.DataFrame]:
-    """Range `index`'s slices written by `groups`."""
+    """Range `index`'s rows written by `groups` (left in place: a merge Ray runs again reads
+    them again; the driver removes the exchange at the end)."""
     return [pl.read_ipc(_fragment_path(folder, g, index)) for g in groups]
-
-
-def drop_fragments(folder: str, index: int, groups: Sequence[int]) -> None:
-    for group in groups:
-        path = _fragment_path(folder, group, index)
-        if os.path.exists(path):
-            os.unlink(path)
 
 
 def merged_tally(parts: Iterable[Tally]) -> Tally:

@@ -84,9 +84,9 @@ def test_dropping_the_carried_state_changes_the_timeline(
 
     def forgetting(files: list[parts.File], tables: parts.Tables, folder: str,
                    group: int) -> parts.AttributedPart:
-        done, fragments = parts.attribute_part(files, tables, forget=True)
-        parts.write_fragments(fragments, folder, group)
-        return done
+        return parts.attribute_part(
+            files, tables, lambda i, rows: parts.write_fragment(folder, group, i, rows),
+            forget=True)
 
     monkeypatch.setattr(engine_ray, "_attribute_task", forgetting)
     assert not run().timeline.equals(local.timeline)
@@ -112,10 +112,14 @@ class TestParts:
                                       pl.lit(file_id, pl.UInt32).alias("file_id"),
                                       pl.Series("line", range(1, len(sks) + 1), pl.UInt32),
                                       pl.lit(0, pl.UInt16).alias("part"))
-        one = parts.cut([rows([1, 5, 5, 9], 0)], [5, 9])
-        two = parts.cut([rows([2, 6], 1), rows([12], 1)], [5, 9])
-        assert [f.height for f in one] == [1, 2, 1] and [f.height for f in two] == [1, 1, 1]
-        starts = parts.offsets([[f.height for f in one], [f.height for f in two]])
+        one = dict(parts.ranges([rows([1, 5, 5], 0), rows([9], 0)], [5, 9]))
+        two = dict(parts.ranges([rows([2, 6], 1), rows([12], 1)], [5, 9]))
+        three = dict(parts.ranges([rows([10, 11], 2)], [5, 9]))
+        assert {i: f.height for i, f in one.items()} == {0: 1, 1: 2, 2: 1}
+        assert {i: f.height for i, f in two.items()} == {0: 1, 1: 1, 2: 1}
+        assert {i: f.height for i, f in three.items()} == {2: 2}  # (no empty range given)
+        counts = [[len(part.get(i, [])) for i in range(3)] for part in (one, two, three)]
+        starts = parts.offsets(counts)
         assert starts == [0, 2, 5]
         merged = parts.merge_range([one[1], two[1]], starts[1], detail=True)
         assert merged["order"].to_list() == [2, 3, 4]
