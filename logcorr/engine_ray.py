@@ -34,6 +34,7 @@ import math
 import os
 import secrets
 import shutil
+import tempfile
 import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -52,7 +53,7 @@ from logcorr.api import (
     whole_set,
 )
 from logcorr.errors import CoreError, EngineError, InputError, LogcorrError
-from logcorr.ingest import Skipped, discover
+from logcorr.ingest import Skipped, Source, discover
 from logcorr.stream import CHUNK_BYTES, Workspace
 from logcorr.topology import Topology
 
@@ -87,9 +88,10 @@ def analyze_on_ray(paths: Sequence[str | Path], given: tuple[Topology, str] | No
     skipped: list[Skipped] = []
     sources, warnings = discover(paths, skipped)
     output = _Output(options.output)
-    started = _connect(ray, options)
-    job = _Job(ray, report, max(1, chunk_bytes if chunk_bytes is not None else CHUNK_BYTES))
+    started, job = False, None
     try:
+        started = _connect(ray, options)
+        job = _Job(ray, report, max(1, chunk_bytes if chunk_bytes is not None else CHUNK_BYTES))
         files = parts.files_of(sources)
         groups = parts.groups(files, options.group_bytes or job.group_bytes(files))
         survey = job.survey(groups)
@@ -110,7 +112,8 @@ def analyze_on_ray(paths: Sequence[str | Path], given: tuple[Topology, str] | No
         diagnosed(analysis, whole, _read_events(pieces, workspace))
         analysis.partitions = output.finish(analysis, written)
     except BaseException:
-        job.cancel()
+        if job is not None:
+            job.cancel()
         output.discard()
         raise
     finally:
@@ -121,7 +124,7 @@ def analyze_on_ray(paths: Sequence[str | Path], given: tuple[Topology, str] | No
 
 
 def _analysis(results: list[parts.AttributedPart], written: list[int], whole: WholeSet,
-              sources: list[Any], warnings: list[str], skipped: list[Skipped],
+              sources: list[Source], warnings: list[str], skipped: list[Skipped],
               shared: parts.Tables, detail: bool, output: _Output
               ) -> parts.PartitionedAnalysis:
     """The analysis of the groups' results; the diagnosis's lookups read files again here."""
@@ -277,8 +280,7 @@ class _Output:
     def __init__(self, output: str | Path | None) -> None:
         self.target = None if output is None else Path(output)
         if self.target is None:
-            self.folder = Path(os.environ.get("TMPDIR", "/tmp")) / \
-                f"logcorr-ray-{secrets.token_hex(6)}"
+            self.folder = Path(tempfile.gettempdir()) / f"logcorr-ray-{secrets.token_hex(6)}"
         else:
             _check_target(self.target)
             self.folder = self.target.parent / \

@@ -183,6 +183,25 @@ class TestCommandLine:
                     ray=RayOptions(output=tmp_path / "out"))
         assert list(tmp_path.iterdir()) == []
 
+    def test_a_cluster_out_of_reach_is_one_error_line(
+            self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+            capsys: pytest.CaptureFixture[str]) -> None:
+        class Unreachable(InProcessRay):
+            def is_initialized(self) -> bool:
+                return False
+
+            def init(self, **_: object) -> None:
+                raise ConnectionError("Could not find any running Ray instance.")
+
+        monkeypatch.setattr(engine_ray, "import_ray", Unreachable)
+        assert main(["analyze", str(self.FIXTURE / "logs"), "--engine", "ray",
+                     "--ray-address", "auto", "-o", str(tmp_path / "out")]) == 2
+        assert capsys.readouterr().err == (
+            "logcorr: error: cannot start or reach a Ray cluster at auto: Could not find any "
+            "running Ray instance.; start one with `ray start --head` and pass --ray-address "
+            "auto\n")
+        assert list(tmp_path.iterdir()) == []
+
     def test_a_file_a_worker_does_not_see_is_named(self, tmp_path: Path,
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
         """Inputs must be at the same path on every worker: the first missing one is named."""
