@@ -2,6 +2,8 @@
 
     python benchmarks/run.py [--sizes 1M,4M,16M,10M] [--data /work/bench-data] [--repeat N]
                              [--jsonl] [--text] [--stages] [--no-lnav] [--small]
+    python benchmarks/run.py --engine ray [--sizes 2M,10M] [--cpus N] [--tasks]
+                                                     (ray_engine.py: the Ray engine vs local)
 
 For each size, a 64-rank, 8-node log set (per-node files) is generated once by `gen_large.py`
 under DATA/sets/<size>/ and reused. On the same files, in the same run, it times:
@@ -154,7 +156,18 @@ def main(argv: list[str] | None = None) -> int:
                         help="also print CPU seconds per stage of each set (stages.py)")
     parser.add_argument("--text", action="store_true",
                         help="also time the default view (`--format text` to a file)")
-    args = parser.parse_args(argv)
+    parser.add_argument("--engine", choices=("local", "ray"), default="local", help=(
+        "ray: the Ray engine against the local one instead (ray_engine.py: time, peak memory "
+        "of the driver and the workers, equal output)"))
+    args, rest = parser.parse_known_args(argv)
+    if args.engine == "ray":
+        import ray_engine
+
+        sizes_given = argv is not None and "--sizes" in argv or "--sizes" in sys.argv
+        return ray_engine.main([*(["--sizes", args.sizes] if sizes_given else []),
+                                "--data", str(args.data), *rest])
+    if rest:
+        parser.error(f"unrecognized arguments: {' '.join(rest)}")
     sizes = ["5k"] if args.small else args.sizes.split(",")
     lnav = None if args.no_lnav else ensure_lnav(install=not args.small)
     env = lnav_env(lnav, args.data) if lnav else None

@@ -115,7 +115,7 @@ def instrument() -> None:
     stream.Workspace.write = _charge("store", stream.Workspace.write)  # type: ignore[method-assign]
     stream.Piece.read = _outside_writes(_charge("store", stream.Piece.read))  # type: ignore[method-assign]
     for name in ("_server_args_lines", "_topology", "_file_nodes", "resolve_keys",
-                 "crowded_headers", "_start_attribution"):
+                 "crowded_headers", "attribution_arguments"):
         setattr(api, name, _charge("resolve", getattr(api, name)))
     api._attribute_pass = _charge("attribute", api._attribute_pass)
     api._write = _charge("order", api._write)

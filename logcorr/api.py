@@ -234,6 +234,8 @@ def analyze(
     memory_budget: int | None = None,
     keep: int | None = None,
     threads: int | None = None,
+    engine: str = "local",
+    ray: RayOptions | None = None,
 ) -> Analysis:
     """Parse, attribute and align every line under `paths`, a chunk at a time.
 
@@ -243,10 +245,19 @@ def analyze(
     head and tail): no runs are written, only the first and last `keep` rows of the timeline
     are kept, and the files are read again for anything more (`Analysis.batches`,
     `Analysis.rows_of`). `threads`: the core's workers (default: LOGCORR_THREADS, else one
-    per core); the answers are the same with any number.
+    per core); the answers are the same with any number. `engine="ray"` runs the passes as
+    tasks on a Ray cluster (`ray`: where, and where the timeline's partitions go; see
+    logcorr.engine_ray): the same answers.
     """
     report = progress or (lambda stage, done, total: None)
     given = _given_topology(config, sglang_version, validate)  # (a bad one: before any line)
+    if engine != "local":
+        from logcorr.engine_ray import analyze_on_ray  # (Ray is imported only when used)
+
+        if engine != "ray":
+            raise InputError(f"unknown engine {engine!r}: use local or ray")
+        return analyze_on_ray(paths, given, sglang_version, validate, clock_offsets, report,
+                              chunk_bytes, ray or RayOptions())
     report("reading", 0, 1)
     skipped: list[Skipped] = []
     sources, warnings = discover(paths, skipped)
@@ -258,28 +269,16 @@ def analyze(
         logs = _core.LogSet([(s.file_id, os.fsencode(s.path), s.display) for s in sources],
                             max(1, chunk), MAX_ROWS, threads or thread_count())
         survey = _survey(logs, total, warnings, report)
-        declared, notes = _server_args_lines([survey["server_args"]], sources, sglang_version)
-        topology, topology_source = _topology(given, declared, validate, notes)
-        file_nodes = _file_nodes(declared, topology, notes)
-        keys = pl.DataFrame(survey["keys"])
-        attribution = resolve_keys(keys, topology, file_nodes, survey.get("rank_spans"))
-        crowded = crowded_headers(_headers(survey["headers"], keys), attribution)
-        _start_attribution(logs, survey, attribution, crowded, sources, file_nodes,
-                           clock_offsets, keep)
+        whole = whole_set(survey, given, sources, sglang_version, validate)
+        logs.start_attribution(*attribution_arguments(whole, survey, sources, clock_offsets,
+                                                      keep))
         runs, tally, kept = _attribute_pass(logs, total, warnings, workspace,
                                             piece_rows(len(sources)), report, keep)
-        contradictions = [*attribution.contradictions, *notes,
-                          *_node_mismatches(tally, attribution, file_nodes)]
-        contradictions = [_name_file(c, sources) for c in contradictions]
-        analysis = Analysis(runs, tally, topology, topology_source, sources, workspace,
-                            warnings, contradictions, attribution.host_nodes, skipped=skipped,
-                            kept=kept, logs=logs)
+        analysis = Analysis(runs, tally, whole.topology, whole.topology_source, sources,
+                            workspace, warnings, host_nodes=whole.attribution.host_nodes,
+                            skipped=skipped, kept=kept, logs=logs)
         report("diagnosing", 0, 1)
-        context = Context(analysis.rows_of, topology, {s.file_id: s.display for s in sources},
-                          merge_people(tally.people), _read_events(tally.events, workspace),
-                          _last_lines(tally.last), _progress_times(tally.progress),
-                          _stack(tally.file_procs).select("file_id", "proc").unique())
-        analysis.findings = diagnose(context, contradictions)
+        diagnosed(analysis, whole, _read_events(tally.events, workspace))
     except BaseException:
         workspace.close()
         raise
@@ -295,7 +294,11 @@ def _survey(logs: Any, total: int, warnings: list[str], report: Progress) -> dic
         done += read
         report("parsing", min(done, max(1, total)), max(1, total))
     warnings += logs.take_warnings()
-    tables: dict[str, Any] = logs.survey_tables()
+    return survey_frames(logs.survey_tables())
+
+
+def survey_frames(tables: dict[str, Any]) -> dict[str, Any]:
+    """Pass 1's tables (`survey_tables`), the server_args lines as a frame."""
     tables["server_args"] = pl.DataFrame(
         tables["server_args"], schema={"file_id": pl.UInt32, "line": pl.UInt32,
                                        "text": pl.String}, orient="row")
@@ -333,12 +336,73 @@ def _headers(headers: list[tuple[int, int]], keys: pl.DataFrame) -> pl.DataFrame
             .select("_second", *KEY_COLUMNS))
 
 
-def _start_attribution(logs: Any, survey: dict[str, Any], attribution: Attribution,
-                       crowded: pl.DataFrame, sources: list[Source], file_nodes: dict[int, int],
-                       clock_offsets: dict[str, float] | None, keep: int | None) -> None:
-    """Hand the core what the whole set says: per key row its process, evidence, role and
-    host; the files that belong to one process or to several; the processes' coordinates;
-    the clock."""
+@dataclass
+class RayOptions:
+    """Where `analyze(engine="ray")` runs and writes: `address` of a running cluster (None:
+    start one on this machine; "auto": the one this machine belongs to), `cpus` (the local
+    cluster's CPUs, or at most this many tasks at once on a cluster), `output` (the folder
+    of the timeline's parquet partitions; None: a temporary folder, removed with the
+    analysis, and the partitions hold the detail columns too), `range_rows` (rows per
+    partition, about), `group_bytes` (bytes of small files a task reads together; None: two
+    groups a CPU, at most parts.GROUP_BYTES)."""
+
+    address: str | None = None
+    cpus: int | None = None
+    output: str | Path | None = None
+    range_rows: int = 1 << 19
+    group_bytes: int | None = None
+
+
+@dataclass
+class WholeSet:
+    """What the whole set says once pass 1 is read: the topology and where it came from,
+    each file's node (its server_args line's node_rank), every key row's process, the
+    seconds crowded with several processes' exception headers, and the notes (contradictions)
+    found on the way."""
+
+    topology: Topology | None
+    topology_source: str | None
+    file_nodes: dict[int, int]
+    attribution: Attribution
+    crowded: pl.DataFrame
+    notes: list[dict[str, object]]
+
+
+def whole_set(survey: dict[str, Any], given: tuple[Topology, str] | None,
+              sources: list[Source], sglang_version: str | None, validate: bool) -> WholeSet:
+    """The whole set's tables from pass 1's (`LogSet.survey_tables`): small, whatever the
+    number of lines, and the same whatever order the parts of the set were read in (pass 1
+    merges them in file order)."""
+    declared, notes = _server_args_lines([survey["server_args"]], sources, sglang_version)
+    topology, topology_source = _topology(given, declared, validate, notes)
+    file_nodes = _file_nodes(declared, topology, notes)
+    keys = pl.DataFrame(survey["keys"])
+    attribution = resolve_keys(keys, topology, file_nodes, survey.get("rank_spans"))
+    crowded = crowded_headers(_headers(survey["headers"], keys), attribution)
+    return WholeSet(topology, topology_source, file_nodes, attribution, crowded, notes)
+
+
+def diagnosed(analysis: Analysis, whole: WholeSet, events: pl.DataFrame) -> None:
+    """Set the contradictions and findings of an analysis whose two passes are done
+    (`events`: the event rows gathered, their repeats cut)."""
+    tally, sources, attribution = analysis.tally, analysis.sources, whole.attribution
+    contradictions = [*attribution.contradictions, *whole.notes,
+                      *_node_mismatches(tally, attribution, whole.file_nodes)]
+    analysis.contradictions = [_name_file(c, sources) for c in contradictions]
+    context = Context(analysis.rows_of, whole.topology,
+                      {s.file_id: s.display for s in sources}, merge_people(tally.people),
+                      events, _last_lines(tally.last), _progress_times(tally.progress),
+                      _stack(tally.file_procs).select("file_id", "proc").unique())
+    analysis.findings = diagnose(context, analysis.contradictions)
+
+
+def attribution_arguments(whole: WholeSet, survey: dict[str, Any], sources: list[Source],
+                          clock_offsets: dict[str, float] | None, keep: int | None
+                          ) -> tuple[Any, ...]:
+    """What the core's `start_attribution` is handed of the whole set: per key row its
+    process, evidence, role and host; the files that belong to one process or to several;
+    the processes' coordinates; the clock (plain values: they travel to other machines)."""
+    attribution, crowded, file_nodes = whole.attribution, whole.crowded, whole.file_nodes
     table = attribution.table.sort("_key")
     if table.get_column("_key").to_list() != list(range(table.height)):
         raise AssertionError("every key row is resolved once")  # a bug, never the input's
@@ -346,7 +410,7 @@ def _start_attribution(logs: Any, survey: dict[str, Any], attribution: Attributi
     known = {int(row["proc"]): tuple(row[c] for c in COORDINATES) for row in rows}
     coordinates = [known.get(proc, (None,) * len(COORDINATES))
                    for proc in range(max(known, default=-1) + 1)]
-    logs.start_attribution(
+    return (
         table.get_column("proc").to_list(), table.get_column("evidence").to_list(),
         table.get_column("conflict").to_list(), table.get_column("_role").to_list(),
         table.get_column("eff_host").to_list(),

@@ -25,7 +25,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.text import Text
 
 from logcorr import __version__, cleanup
-from logcorr.api import KEEP_ROWS, STAGES, Analysis, analyze, select_rows
+from logcorr.api import KEEP_ROWS, STAGES, Analysis, RayOptions, analyze, select_rows
 from logcorr.config import LaunchConfig, load_config
 from logcorr.errors import ConfigError, InputError, LogcorrError
 from logcorr.fixtures import Comparison, compare, new_fixture, open_fixture, write_expected
@@ -158,10 +158,20 @@ def _add_analyze(commands: argparse._SubParsersAction) -> None:  # type: ignore[
         "exit 1 when any finding has severity error"))
     command.add_argument("--html", metavar="FILE", help=(
         "also write a self-contained HTML report (findings, swimlanes, state grids) to FILE"))
+    command.add_argument("--engine", choices=("local", "ray"), default="local", help=(
+        "local (default): this process; ray: tasks on a Ray cluster, the timeline written "
+        "as parquet partitions into the folder -o OUT/ (pip install 'logcorr[ray]')"))
+    command.add_argument("--ray-address", metavar="ADDR", help=(
+        "with --engine ray: the cluster to join (auto: the one this machine belongs to; "
+        "default: start one on this machine)"))
+    command.add_argument("--ray-cpus", type=int, metavar="N", help=(
+        "with --engine ray: CPUs of the cluster started on this machine (default: all)"))
     command.set_defaults(handler=_run_analyze)
 
 
 def _run_analyze(args: argparse.Namespace) -> int:
+    if args.engine == "ray" or args.ray_address is not None or args.ray_cpus is not None:
+        return _run_analyze_on_ray(args)
     selector = parse_selector(args.select) if args.select else None
     offsets = parse_clock_offsets(args.clock_offset)
     fmt = args.format or ("rich" if sys.stdout.isatty() else "text")
@@ -193,6 +203,39 @@ def _run_analyze(args: argparse.Namespace) -> int:
             console = Console(file=stream, soft_wrap=True, highlight=False,
                               force_terminal=None if tty else False, width=None if tty else 160)
             _print_timeline(console, analysis, batches if filtered else None, fmt, args.limit)
+    failed = any(f.severity == "error" for f in analysis.findings)
+    return 1 if args.exit_code and failed else 0
+
+
+def _run_analyze_on_ray(args: argparse.Namespace) -> int:
+    """`analyze --engine ray`: the timeline as parquet partitions in the folder -o OUT/, the
+    findings in --report; nothing on stdout."""
+    if args.engine != "ray":
+        raise InputError("--ray-address and --ray-cpus go with --engine ray")
+    if args.ray_cpus is not None and args.ray_cpus < 1:
+        raise InputError(f"--ray-cpus {args.ray_cpus}: give a number of CPUs, at least 1")
+    unsupported = [name for name, value in (("--select", args.select), ("--since", args.since),
+                                            ("--until", args.until), ("--html", args.html))
+                   if value is not None]
+    if unsupported:
+        raise InputError(f"{unsupported[0]} does not apply with --engine ray (it writes the "
+                         "whole timeline as parquet partitions: filter them when reading)")
+    if args.format not in (None, "parquet"):
+        raise InputError(f"--format {args.format} does not apply with --engine ray: it writes "
+                         "parquet partitions (--format parquet -o OUT/)")
+    if not args.output:
+        raise InputError("--engine ray writes the timeline as parquet partitions into a "
+                         "folder: add -o OUT/")
+    offsets = parse_clock_offsets(args.clock_offset)
+    options = RayOptions(address=args.ray_address, cpus=args.ray_cpus, output=args.output)
+    with _progress_bar() as progress:
+        analysis = analyze(args.paths, config=args.config, sglang_version=args.sglang_version,
+                           clock_offsets=offsets, validate=not args.no_validate,
+                           progress=progress, engine="ray", ray=options)
+    if args.report:
+        write_json(analysis.report(), args.report)
+    for warning in analysis.warnings:
+        sys.stderr.write(f"logcorr: warning: {inert(warning)}\n")
     failed = any(f.severity == "error" for f in analysis.findings)
     return 1 if args.exit_code and failed else 0
 

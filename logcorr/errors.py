@@ -28,6 +28,11 @@ class CoreError(LogcorrError):
     core caught). Its message names the files being read; the run ends without a traceback."""
 
 
+class EngineError(LogcorrError):
+    """The cluster an engine runs on could not do the work (no cluster at the address, a
+    worker that died more often than the engine retries it); the message says what to check."""
+
+
 def quoted(value: object, keep: int = 40) -> str:
     """A value as a message shows it: its repr, cut when long (a message is one line, and a
     value from a log or a config can be megabytes).

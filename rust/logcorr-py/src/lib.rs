@@ -2,6 +2,7 @@
 //! with the GIL released; chunks reach polars as Arrow record batches.
 
 mod arrow;
+mod part;
 mod set;
 
 use std::ffi::OsStr;
@@ -171,6 +172,9 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<ArrowBatch>()?;
     m.add_class::<set::LogSet>()?;
     m.add_class::<set::RowsOf>()?;
+    m.add_function(wrap_pyfunction!(part::survey_part, m)?)?;
+    m.add_class::<part::SurveyParts>()?;
+    m.add_class::<part::AttributePart>()?;
     m.add("MAX_PARTS", logcorr_scan::parts::MAX_PARTS)?;
     Ok(())
 }

@@ -13,13 +13,14 @@ use logcorr_scan::attribute::Attributed;
 use logcorr_scan::attribute::{Attributor, Coordinates, Whole, EVIDENCE};
 use logcorr_scan::clock::Clock;
 use logcorr_scan::gather::Event;
-use logcorr_scan::gather::{Gather, Selection};
+use logcorr_scan::gather::{Gather, Selection, Tally};
 use logcorr_scan::keys::Keys;
 use logcorr_scan::model::Columns;
 use logcorr_scan::model::Role;
 use logcorr_scan::pass::{AttributePass, Step};
 use logcorr_scan::pipeline::{runs, AttributeRun, Plan, SurveyRun};
 use logcorr_scan::scan::FileSpec;
+use logcorr_scan::survey::Survey;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
@@ -113,22 +114,7 @@ impl LogSet {
             .survey
             .as_ref()
             .ok_or_else(|| PyValueError::new_err("pass 1 is over"))?;
-        let s = &pass.survey;
-        let out = PyDict::new(py);
-        out.set_item("keys", ArrowBatch::new(keys_batch(&s.keys)))?;
-        out.set_item("server_args", s.server_args.clone())?;
-        let mut headers: Vec<(i64, u32)> = s.headers.iter().copied().collect();
-        headers.sort_unstable();
-        out.set_item("headers", headers)?;
-        out.set_item("first_dated", s.first_dated.clone())?;
-        out.set_item("median", s.median())?;
-        out.set_item("wrap_default", s.wrap_default())?;
-        out.set_item("lines", pass.lines)?;
-        let mut spans: Vec<(u32, i64, i64)> =
-            s.rank_spans.iter().map(|(&k, &(a, b))| (k, a, b)).collect();
-        spans.sort_unstable();
-        out.set_item("rank_spans", spans)?;
-        Ok(out)
+        survey_dict(py, &pass.survey, pass.lines)
     }
 
     /// End pass 1 and start pass 2 with what the whole set says (per key number: `proc`,
@@ -160,50 +146,30 @@ impl LogSet {
         keep: Option<usize>,
         plain: Vec<u32>,
     ) -> PyResult<()> {
-        let (stems, child_died, glog_fatal, progress, wrap_min) = events;
-        let selection = Selection::new(&stems, &child_died, &glog_fatal, &progress, wrap_min)
-            .map_err(PyValueError::new_err)?;
+        let selection = selection(events)?;
         let mut pass = self
             .survey
             .take()
             .ok_or_else(|| PyValueError::new_err("pass 1 is over"))?;
-        let evidence = evidence
-            .into_iter()
-            .map(|e| {
-                e.map(|e| {
-                    EVIDENCE
-                        .iter()
-                        .position(|x| *x == e)
-                        .map(|i| i as u8)
-                        .ok_or_else(|| PyValueError::new_err(format!("unknown evidence {e}")))
-                })
-                .transpose()
-            })
-            .collect::<PyResult<Vec<_>>>()?;
-        let whole = Whole {
+        let whole = whole_set(
             proc,
             evidence,
             conflict,
-            role: roles.into_iter().map(role).collect::<PyResult<Vec<_>>>()?,
+            roles,
             eff_host,
-            crowded: crowded.into_iter().collect(),
-            shared: shared.into_iter().collect(),
-            file_procs: file_procs.into_iter().collect(),
-            local_ranks: local_ranks.map(|r| r.into_iter().collect::<HashSet<_>>()),
+            crowded,
+            shared,
+            file_procs,
+            local_ranks,
             processes,
-            plain: plain.into_iter().collect(),
-            file_nodes: file_nodes.into_iter().collect(),
-            file_names: file_names.into_iter().collect(),
-            clock: Clock {
-                files: first_dated
-                    .into_iter()
-                    .map(|(f, first, offset)| (f, (first, offset)))
-                    .collect::<HashMap<_, _>>(),
-                overall: median,
-                wrap_default,
-            },
-            clock_offsets: clock_offsets.into_iter().collect(),
-        };
+            file_nodes,
+            file_names,
+            first_dated,
+            median,
+            wrap_default,
+            clock_offsets,
+            plain,
+        )?;
         let spans = std::mem::take(&mut pass.spans);
         let keys = std::mem::take(&mut pass.survey.keys);
         drop(pass);
@@ -304,37 +270,137 @@ impl LogSet {
             .attribute
             .as_ref()
             .ok_or_else(|| PyValueError::new_err("pass 2 has not started"))?;
-        let tally = pass.tally();
-        let t = &tally;
-        let out = PyDict::new(py);
-        out.set_item("lines", t.lines)?;
-        let evidence: HashMap<&str, u64> = t
-            .evidence
-            .iter()
-            .map(|(&e, &n)| (EVIDENCE[e as usize], n))
-            .collect();
-        out.set_item("evidence", evidence)?;
-        out.set_item("why", t.why.clone())?;
-        out.set_item("notes", t.notes.clone())?;
-        out.set_item("capped", t.capped)?;
-        out.set_item("procs", t.procs.iter().copied().collect::<Vec<_>>())?;
         let whole = &self
             .tables
             .as_ref()
             .ok_or_else(|| PyValueError::new_err("pass 2 has not started"))?
             .0;
-        let (people, last, progress, file_procs) = tally_batches(t, &whole.eff_host);
-        out.set_item("people", ArrowBatch::new(people))?;
-        out.set_item("last", ArrowBatch::new(last))?;
-        out.set_item("progress", ArrowBatch::new(progress))?;
-        out.set_item("file_procs", ArrowBatch::new(file_procs))?;
-        Ok(out)
+        tally_dict(py, &pass.tally(), &whole.eff_host)
     }
 
     /// The warnings so far (files that stopped early), taken.
     fn take_warnings(&mut self) -> Vec<String> {
         std::mem::take(&mut self.warnings)
     }
+}
+
+/// What pass 1 found, as `LogSet.survey_tables` gives it.
+pub(crate) fn survey_dict<'py>(
+    py: Python<'py>,
+    s: &Survey,
+    lines: u64,
+) -> PyResult<Bound<'py, PyDict>> {
+    let out = PyDict::new(py);
+    out.set_item("keys", ArrowBatch::new(keys_batch(&s.keys)))?;
+    out.set_item("server_args", s.server_args.clone())?;
+    let mut headers: Vec<(i64, u32)> = s.headers.iter().copied().collect();
+    headers.sort_unstable();
+    out.set_item("headers", headers)?;
+    out.set_item("first_dated", s.first_dated.clone())?;
+    out.set_item("median", s.median())?;
+    out.set_item("wrap_default", s.wrap_default())?;
+    out.set_item("lines", lines)?;
+    let mut spans: Vec<(u32, i64, i64)> =
+        s.rank_spans.iter().map(|(&k, &(a, b))| (k, a, b)).collect();
+    spans.sort_unstable();
+    out.set_item("rank_spans", spans)?;
+    Ok(out)
+}
+
+/// The whole-set tables of pass 2 from what `start_attribution` is given (per key number:
+/// `proc`, `evidence`, `conflict`, `roles`, `eff_host`; and the set's tables).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn whole_set(
+    proc: Vec<Option<u32>>,
+    evidence: Vec<Option<String>>,
+    conflict: Vec<bool>,
+    roles: Vec<Option<String>>,
+    eff_host: Vec<Option<String>>,
+    crowded: Vec<(u32, Option<String>, i64)>,
+    shared: Vec<u32>,
+    file_procs: Vec<(u32, u32)>,
+    local_ranks: Option<Vec<(u32, i32)>>,
+    processes: Vec<Coordinates>,
+    file_nodes: Vec<(u32, i32)>,
+    file_names: Vec<(u32, String)>,
+    first_dated: Vec<(u32, Option<i64>, Option<i64>)>,
+    median: Option<i64>,
+    wrap_default: Option<i64>,
+    clock_offsets: Vec<(String, i64)>,
+    plain: Vec<u32>,
+) -> PyResult<Whole> {
+    let evidence = evidence
+        .into_iter()
+        .map(|e| {
+            e.map(|e| {
+                EVIDENCE
+                    .iter()
+                    .position(|x| *x == e)
+                    .map(|i| i as u8)
+                    .ok_or_else(|| PyValueError::new_err(format!("unknown evidence {e}")))
+            })
+            .transpose()
+        })
+        .collect::<PyResult<Vec<_>>>()?;
+    Ok(Whole {
+        proc,
+        evidence,
+        conflict,
+        role: roles.into_iter().map(role).collect::<PyResult<Vec<_>>>()?,
+        eff_host,
+        crowded: crowded.into_iter().collect(),
+        shared: shared.into_iter().collect(),
+        file_procs: file_procs.into_iter().collect(),
+        local_ranks: local_ranks.map(|r| r.into_iter().collect::<HashSet<_>>()),
+        processes,
+        plain: plain.into_iter().collect(),
+        file_nodes: file_nodes.into_iter().collect(),
+        file_names: file_names.into_iter().collect(),
+        clock: Clock {
+            files: first_dated
+                .into_iter()
+                .map(|(f, first, offset)| (f, (first, offset)))
+                .collect::<HashMap<_, _>>(),
+            overall: median,
+            wrap_default,
+        },
+        clock_offsets: clock_offsets.into_iter().collect(),
+    })
+}
+
+/// What makes a line an event row (`start_attribution`'s `events`).
+pub(crate) fn selection(
+    events: (Vec<String>, String, String, Vec<String>, usize),
+) -> PyResult<Selection> {
+    let (stems, child_died, glog_fatal, progress, wrap_min) = events;
+    Selection::new(&stems, &child_died, &glog_fatal, &progress, wrap_min)
+        .map_err(PyValueError::new_err)
+}
+
+/// The counts of pass 2, as `LogSet.tally` gives them.
+pub(crate) fn tally_dict<'py>(
+    py: Python<'py>,
+    t: &Tally,
+    eff_host: &[Option<String>],
+) -> PyResult<Bound<'py, PyDict>> {
+    let out = PyDict::new(py);
+    out.set_item("lines", t.lines)?;
+    let evidence: HashMap<&str, u64> = t
+        .evidence
+        .iter()
+        .map(|(&e, &n)| (EVIDENCE[e as usize], n))
+        .collect();
+    out.set_item("evidence", evidence)?;
+    out.set_item("why", t.why.clone())?;
+    out.set_item("notes", t.notes.clone())?;
+    out.set_item("capped", t.capped)?;
+    out.set_item("procs", t.procs.iter().copied().collect::<Vec<_>>())?;
+    let (people, last, progress, file_procs) = tally_batches(t, eff_host);
+    out.set_item("people", ArrowBatch::new(people))?;
+    out.set_item("last", ArrowBatch::new(last))?;
+    out.set_item("progress", ArrowBatch::new(progress))?;
+    out.set_item("file_procs", ArrowBatch::new(file_procs))?;
+    Ok(out)
 }
 
 /// The rows of a chunk the lean view keeps: each file's first `keep` rows of all (`heads`
@@ -359,9 +425,9 @@ fn ends(files: &[u32], heads: &mut HashMap<u32, usize>, keep: usize) -> Vec<usiz
 /// Rows of some files read again (`LogSet.rows_of`), a chunk at a time.
 #[pyclass(module = "logcorr._core")]
 pub struct RowsOf {
-    pass: AttributePass,
-    wanted: HashSet<u32>,
-    whole: Arc<Whole>,
+    pub(crate) pass: AttributePass,
+    pub(crate) wanted: HashSet<u32>,
+    pub(crate) whole: Arc<Whole>,
 }
 
 #[pymethods]

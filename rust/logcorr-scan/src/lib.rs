@@ -19,6 +19,7 @@ pub mod parts;
 pub mod pass;
 pub mod patterns;
 pub mod pipeline;
+pub mod portable;
 pub mod read;
 pub mod scan;
 pub mod stamp;

@@ -3,6 +3,8 @@
 
 use std::borrow::Cow;
 
+use serde::{Deserialize, Serialize};
+
 /// A line family (the `source` column).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum Source {
@@ -156,7 +158,7 @@ pub struct Fields<'a> {
 }
 
 /// A column of optional strings: their bytes one after the other.
-#[derive(Debug, Default, Clone)]
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
 pub struct StrColumn {
     pub data: Vec<u8>,
     /// (offset, length) into `data`; None for a null.
@@ -190,7 +192,7 @@ impl StrColumn {
 /// The text of each part: a line as read is a span of the chunk's decoded blocks (no copy,
 /// and none again when the column goes to polars); a part of a glued line, or text given
 /// without blocks, is copied into `extra`.
-#[derive(Debug, Default, Clone)]
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
 pub struct TextColumn {
     /// The chunk's decoded blocks (each a file's consecutive lines).
     pub blocks: Vec<String>,
@@ -238,7 +240,7 @@ impl TextColumn {
 }
 
 /// The record parts of a chunk, column by column.
-#[derive(Debug, Default, Clone)]
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
 pub struct Columns {
     pub file_id: Vec<u32>,
     pub line: Vec<u32>,
