@@ -5,6 +5,7 @@
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -18,7 +19,7 @@ use logcorr_scan::keys::Keys;
 use logcorr_scan::model::Columns;
 use logcorr_scan::model::Role;
 use logcorr_scan::pass::{AttributePass, Step};
-use logcorr_scan::pipeline::{runs, AttributeRun, Plan, SurveyRun};
+use logcorr_scan::pipeline::{panic_message, runs, AttributeRun, Plan, SurveyRun};
 use logcorr_scan::scan::FileSpec;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -41,9 +42,30 @@ pub struct LogSet {
     events: Vec<Event>,
 }
 
-/// A core error (a panic caught in a worker) as the Python exception the CLI reports.
+/// A core error (a panic caught in a worker) as the Python exception the CLI reports, with
+/// where the panic happened.
 fn internal(message: String) -> PyErr {
-    pyo3::exceptions::PyRuntimeError::new_err(message)
+    let place = crate::last_panic()
+        .map(|place| format!(" (at {place})"))
+        .unwrap_or_default();
+    pyo3::exceptions::PyRuntimeError::new_err(format!("{message}{place}"))
+}
+
+/// Test-only (`tests/test_cli_errors.py`): with `LOGCORR_TEST_PANIC=NAME` (a file's name as
+/// shown), the core panics where it hands over that file's rows, as a bug would; read when a
+/// pass starts, and nowhere else.
+fn test_panic(files: &[FileSpec]) -> Option<(u32, String)> {
+    let name = std::env::var("LOGCORR_TEST_PANIC").ok()?;
+    let file = files.iter().find(|f| f.display == name)?;
+    Some((file.file_id, name))
+}
+
+fn panic_if_asked(asked: &Option<(u32, String)>, file_ids: &[u32]) {
+    if let Some((file_id, name)) = asked {
+        if file_ids.contains(file_id) {
+            panic!("LOGCORR_TEST_PANIC asked for a panic on {name}");
+        }
+    }
 }
 
 fn role(name: Option<String>) -> PyResult<Option<Role>> {
@@ -210,16 +232,20 @@ impl LogSet {
         let (whole, keys) = (Arc::new(whole), Arc::new(keys));
         self.tables = Some((whole.clone(), keys.clone()));
         let gather = Gather::new(selection);
+        let asked = test_panic(&self.files);
         // (the lean view hands over each file's first `keep` rows and each chunk's last `keep`
         // rows of each file; else every row)
         let convert = Arc::new(
             move |columns: &mut Columns,
                   attributed: &Attributed,
-                  handed: &mut HashMap<u32, usize>| match keep {
-                None => attributed_batch(columns, attributed),
-                Some(keep) => {
-                    let rows = ends(&columns.file_id, handed, keep);
-                    attributed_batch(&mut columns.select(&rows), &attributed.select(&rows))
+                  handed: &mut HashMap<u32, usize>| {
+                panic_if_asked(&asked, &columns.file_id);
+                match keep {
+                    None => attributed_batch(columns, attributed),
+                    Some(keep) => {
+                        let rows = ends(&columns.file_id, handed, keep);
+                        attributed_batch(&mut columns.select(&rows), &attributed.select(&rows))
+                    }
                 }
             },
         );
@@ -274,7 +300,21 @@ impl LogSet {
             attributor,
             Some(wanted.clone()),
         );
-        Ok(RowsOf { pass, wanted })
+        let mut shown: Vec<&str> = self
+            .files
+            .iter()
+            .filter(|f| wanted.contains(&f.file_id))
+            .map(|f| f.display.as_str())
+            .collect();
+        shown.dedup();
+        let shown = shown.join(", ");
+        let asked = test_panic(&self.files);
+        Ok(RowsOf {
+            pass,
+            wanted,
+            shown,
+            asked,
+        })
     }
 
     /// The event rows gathered since the last call (a record batch), taken.
@@ -352,30 +392,47 @@ fn ends(files: &[u32], heads: &mut HashMap<u32, usize>, keep: usize) -> Vec<usiz
 pub struct RowsOf {
     pass: AttributePass,
     wanted: HashSet<u32>,
+    /// The wanted files' names, for an error.
+    shown: String,
+    asked: Option<(u32, String)>,
 }
 
 #[pymethods]
 impl RowsOf {
-    /// The next chunk's rows of the wanted files; None at the end.
-    fn next_chunk(&mut self, py: Python<'_>) -> Option<ArrowBatch> {
-        let (pass, wanted) = (&mut self.pass, &self.wanted);
-        let batch = py.detach(|| loop {
-            match pass.step()? {
-                Step::Skipped(_) => continue,
-                Step::Attributed(columns, attributed, _) => {
-                    let rows: Vec<usize> = (0..columns.len())
-                        .filter(|&r| wanted.contains(&columns.file_id[r]))
-                        .collect();
-                    if rows.is_empty() {
-                        continue;
-                    }
-                    return Some(attributed_batch(
-                        &mut columns.select(&rows),
-                        &attributed.select(&rows),
-                    ));
+    /// The next chunk's rows of the wanted files; None at the end. A panic (a bug) is an
+    /// error naming the files, as in the passes.
+    fn next_chunk(&mut self, py: Python<'_>) -> PyResult<Option<ArrowBatch>> {
+        let (pass, wanted, asked, shown) = (&mut self.pass, &self.wanted, &self.asked, &self.shown);
+        let batch = py.detach(|| {
+            catch_unwind(AssertUnwindSafe(|| next_rows(pass, wanted, asked)))
+                .map_err(|payload| panic_message(payload, shown))
+        });
+        Ok(batch.map_err(internal)?.map(ArrowBatch::new))
+    }
+}
+
+/// The next chunk's rows of the wanted files read again.
+fn next_rows(
+    pass: &mut AttributePass,
+    wanted: &HashSet<u32>,
+    asked: &Option<(u32, String)>,
+) -> Option<RecordBatch> {
+    loop {
+        match pass.step()? {
+            Step::Skipped(_) => continue,
+            Step::Attributed(columns, attributed, _) => {
+                panic_if_asked(asked, &columns.file_id);
+                let rows: Vec<usize> = (0..columns.len())
+                    .filter(|&r| wanted.contains(&columns.file_id[r]))
+                    .collect();
+                if rows.is_empty() {
+                    continue;
                 }
+                return Some(attributed_batch(
+                    &mut columns.select(&rows),
+                    &attributed.select(&rows),
+                ));
             }
-        })?;
-        Some(ArrowBatch::new(batch))
+        }
     }
 }
