@@ -111,8 +111,9 @@ def test_blank_lines_past_the_end_of_a_dump_are_nobody_s(tmp_path: Path) -> None
     tp0 = _dump(0, 4321, 1)
     lines = [(line, 1) for line in tp1[:-1]] + [(line, 0) for line in tp0[:4]] + [("", 1)]
     lines += [(line, 0) for line in tp0[4:]] + [("", 1), ("", 1)]
-    lines += [("[2026-11-29 10:10:02 TP0] Scheduler watchdog timeout "
-               "(self.watchdog_timeout=300, self.soft=False)", 0)]
+    watchdog = ("[2026-11-29 10:10:02 TP0] Scheduler watchdog timeout "
+                "(self.watchdog_timeout=300, self.soft=False)")
+    lines += [(watchdog, 0)]
     (logs / "console.log").write_text("".join(line + "\n" for line, _ in lines))
     (tmp_path / "args.json").write_text('{"tp_size": 2}')
     detail = analyze([logs], config=tmp_path / "args.json", threads=1).detail
