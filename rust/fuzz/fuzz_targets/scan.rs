@@ -15,7 +15,7 @@ use libfuzzer_sys::fuzz_target;
 mod common;
 
 /// The most bytes a set may hold once decoded.
-const LARGEST: usize = 256 << 10;
+const LARGEST: usize = 64 << 10;
 
 /// What ends one file's bytes and starts the next one's in an input.
 const SEPARATOR: &[u8] = b"\x00\xffFILE\xff\x00";
