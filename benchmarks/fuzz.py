@@ -4,6 +4,7 @@
                               [--config ARGS.json | --config none] [--exclude-known]
     python benchmarks/fuzz.py --hostile [--cases 2000] [--seed 0] [--jobs 2] [--rss-mb 800]
                               [--seconds 30] [--classes folder,server_args_lines,...]
+    python benchmarks/fuzz.py --corpus DIR [--inputs 2000] [--seed 0]
 
 `--hostile` runs hostile cases through the command line instead, one case per call: log
 folders of hostile files, server_args lines that once made the reader backtrack or hold
@@ -19,7 +20,11 @@ chunks of a random size (16 kB, 64 kB or the default), so state carried from
 chunk to chunk is fuzzed too. For every input the run must
 either keep it line for line (the texts of a line's parts concatenate to the line, undecodable
 bytes as U+FFFD) or skip it with exactly one warning naming it; `analyze` must not raise.
-Failing batches are copied to `--keep` for reproduction. `--exclude-known` draws again when
+`--corpus DIR` writes `--inputs` seeds for the line core's fuzz target (`rust/fuzz`) instead:
+each a few files of this generator's inputs and of the hostile folders' texts (splices, glued
+records by the thousand, NUL runs, wrapped streams, calendar edges, server_args lines), some
+gzipped whole or damaged, in the target's input format. Failing batches are copied to `--keep`
+for reproduction. `--exclude-known` draws again when
 an input matches `KNOWN_BUGS` (inputs that reach bugs already marked xfail in the tests), so
 that a run looks for new ones. Prints one summary line at the end.
 """
@@ -27,6 +32,7 @@ that a run looks for new ones. Prints one summary line at the end.
 from __future__ import annotations
 
 import argparse
+import gzip
 import random
 import re
 import shutil
@@ -40,7 +46,18 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
-from hostile import damaged, hostile, pieced
+from hostile import (
+    _damage_gzip,
+    damaged,
+    hostile,
+    pieced,
+    text_calendar,
+    text_glued,
+    text_nul,
+    text_server_args,
+    text_splice,
+    text_wrapped,
+)
 from test_robustness import expected_lines
 
 from logcorr.api import analyze
@@ -63,6 +80,30 @@ def raw(rng: random.Random) -> bytes:
 
 
 GENERATORS = (pieced, pieced, raw, damaged, damaged)
+
+
+# The texts of hostile folders, for the fuzz target's seeds.
+HOSTILE_TEXTS = (text_splice, text_glued, text_nul, text_wrapped, text_calendar, text_server_args)
+# What ends one file's bytes in an input of the fuzz target (rust/fuzz/fuzz_targets/scan.rs).
+SEPARATOR = b"\x00\xffFILE\xff\x00"
+
+
+def corpus(folder: Path, inputs: int, seed: int) -> int:
+    """Write `inputs` seeds for the fuzz target: two bytes of plan (chunk size, lines a chunk
+    holds) and up to four files' bytes. Prints one line."""
+    rng = random.Random(seed)
+    folder.mkdir(parents=True, exist_ok=True)
+    for index in range(inputs):
+        files = []
+        for _ in range(rng.randrange(1, 5)):
+            data = rng.choice((*GENERATORS, *HOSTILE_TEXTS))(rng)
+            if rng.random() < 0.15:
+                data = _damage_gzip(rng, gzip.compress(data, compresslevel=1))[0]
+            files.append(data)
+        plan = bytes((rng.randrange(256), rng.randrange(256)))
+        (folder / f"seed-{seed}-{index:06d}").write_bytes(plan + SEPARATOR.join(files))
+    print(f"fuzz: {inputs} seeds in {folder} (seed {seed})")
+    return 0
 
 
 def check_batch(args: tuple[int, int, int, str | None, str, bool]) -> tuple[int, list[str]]:
@@ -130,7 +171,8 @@ def _keep(folder: Path, keep: str, description: str) -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--inputs", type=int, default=100_000)
+    parser.add_argument("--inputs", type=int, help="inputs to check (default 100,000), or seeds "
+                        "to write (--corpus, default 2,000)")
     parser.add_argument("--batch", type=int, default=2000)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--jobs", type=int, default=2)
@@ -147,10 +189,15 @@ def main() -> int:
                         "(default: all of hostile.CLASSES)")
     parser.add_argument("--rss-mb", type=float, default=800.0,
                         help="--hostile: the peak RSS a case may reach")
+    parser.add_argument("--corpus", type=Path,
+                        help="write --inputs seeds for the core's fuzz target (rust/fuzz) here")
     parser.add_argument("--seconds", type=float, default=30.0,
                         help="--hostile: the CPU seconds a case may take (unless its class "
                         "has a bound of its own)")
     args = parser.parse_args()
+    if args.corpus is not None:
+        return corpus(args.corpus, args.inputs or 2000, args.seed)
+    args.inputs = args.inputs or 100_000
     if args.hostile:
         return hostile(args)
     config = None if args.config == "none" else args.config

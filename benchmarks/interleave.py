@@ -137,7 +137,8 @@ def records(rng: random.Random, p: Process, second: int) -> list[Write]:
         lambda: [[line] for line in [
             "terminate called after throwing an instance of 'c10::DistBackendError'",
             f"  what():  {_what(r)}", *_cpp_frames(rng)]],
-        lambda: [[f"{prefix} Pyspy dump for PID {p.pid}:", *_pyspy(rng, p)]],
+        # (SGLang logs py-spy's output with its last newline: the record ends with a blank line)
+        lambda: [[f"{prefix} Pyspy dump for PID {p.pid}:", *_pyspy(rng, p), ""]],
         lambda: [[line] for line in _pyspy(rng, p)],
         lambda: [[(f"[Gloo] Rank {r} is connected to {TP - 1} peer ranks. Expected number of "
                   f"connected peer ranks is : {TP - 1}")]],

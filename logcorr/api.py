@@ -516,7 +516,7 @@ def _read_again(logs: Any, workspace: Workspace | None, files: int) -> list[Run]
     runs: list[Run] = []
     store = workspace if workspace is not None else Workspace()
     reading = logs.rows_of(list(range(files)))
-    while (batch := reading.next_chunk()) is not None:
+    while (batch := _core_call(reading.next_chunk)) is not None:
         frame = pl.DataFrame(batch).select(_STORED)
         _write(store, frame.with_columns(pl.col("_sk").fill_null(NO_TIME)), runs,
                piece_rows(files))
@@ -527,7 +527,7 @@ def _rows_again(logs: Any, files: list[int]) -> pl.LazyFrame:
     """The rows of some files, read again."""
     reading = logs.rows_of(files)
     frames = []
-    while (batch := reading.next_chunk()) is not None:
+    while (batch := _core_call(reading.next_chunk)) is not None:
         frames.append(pl.DataFrame(batch).select(_STORED))
     if not frames:
         return _lazy_rows([])

@@ -23,13 +23,15 @@ def document(analysis: Analysis) -> str:
 
 
 @pytest.mark.parametrize("path", SCENARIOS, ids=lambda p: p.name)
-@pytest.mark.parametrize(("chunk_bytes", "budget"), [(1, None), (700, 0), (2000, 3000)])
-def test_chunk_size_changes_nothing(path: Path, chunk_bytes: int, budget: int | None) -> None:
+@pytest.mark.parametrize(("chunk_bytes", "budget", "threads"),
+                         [(1, None, 1), (700, 0, 1), (700, 0, 2), (2000, 3000, 2)])
+def test_chunk_size_changes_nothing(path: Path, chunk_bytes: int, budget: int | None,
+                                    threads: int) -> None:
     """Any chunk size, and chunks and runs held in memory, spilled (budget 0) or some of
-    each, give the same answers."""
-    whole = analyze([path / "logs"], config=path / "args.json")
+    each, on one of the core's workers or two, give the same answers as one chunk on one."""
+    whole = analyze([path / "logs"], config=path / "args.json", threads=1)
     chunked = analyze([path / "logs"], config=path / "args.json", chunk_bytes=chunk_bytes,
-                      memory_budget=budget)
+                      memory_budget=budget, threads=threads)
     spilled = {p.path is not None for r in chunked.runs for p in r.pieces}
     if budget in (None, 0):
         assert spilled == {budget == 0}

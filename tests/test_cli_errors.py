@@ -7,7 +7,11 @@ Inputs that once crashed are kept as cases of their own.
 from __future__ import annotations
 
 import json
+import os
+import re
 import signal
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import FrameType
@@ -15,9 +19,13 @@ from types import FrameType
 import pytest
 from test_robustness import run_cli
 
+from logcorr.api import analyze
+from logcorr.errors import CoreError
+
 ROOT = Path(__file__).resolve().parent.parent
 LOGS = ROOT / "fixtures" / "analyze" / "tp8-crash-per-node" / "logs"
 GOOD = ROOT / "fixtures" / "analyze" / "tp8-crash-per-node" / "args.json"
+PER_RANK = ROOT / "fixtures" / "analyze" / "tp8-crash-per-rank"
 
 # name -> config file content (run through topology, topology --no-validate where it must
 # still fail, and analyze).
@@ -223,3 +231,47 @@ def test_no_room_for_temporary_files(tmp_path: Path, monkeypatch: pytest.MonkeyP
     monkeypatch.setenv("LOGCORR_MEMORY_BUDGET", "0")  # a set this small is never spilled else
     message = assert_one_error(["analyze", str(LOGS), "--format", "jsonl"])
     assert "TMPDIR" in message and "missing" in message
+
+
+# The one line a panic in the core ends the run with (LOGCORR_TEST_PANIC=rank3.log asks the core
+# to panic where it hands over that file's rows: test-only, see rust/logcorr-py/src/set.rs).
+PANIC = (r"internal error while reading [^\n]*\brank3\.log\b[^\n]*: LOGCORR_TEST_PANIC asked "
+         r"for a panic on rank3\.log \(at rust/logcorr-py/src/set\.rs:\d+\); please report it "
+         r"with the files named")
+
+
+@pytest.mark.parametrize(("threads", "output"), [
+    ("1", []), ("2", []), ("2", ["--format", "jsonl", "-o", "timeline.jsonl"])])
+def test_a_panic_in_the_core_is_one_error_line(tmp_path: Path, threads: str,
+                                               output: list[str]) -> None:
+    """A bug that makes the compiled core panic (asked for here) ends the run as bad input
+    does: exit 2 and one line, `logcorr: error: internal error while reading …` naming the file
+    and where the panic happened; no traceback, no panic report of Rust's, no abort, no output.
+    On one worker and on two, in the terminal view and in an export."""
+    env = {k: v for k, v in os.environ.items() if k != "RUST_BACKTRACE"}  # (asks for Rust's)
+    env.update(LOGCORR_THREADS=threads, LOGCORR_TEST_PANIC="rank3.log")
+    done = subprocess.run([sys.executable, "-m", "logcorr", "analyze", str(PER_RANK / "logs"),
+                           "--config", str(PER_RANK / "args.json"), *output],
+                          capture_output=True, text=True, cwd=tmp_path, env=env, timeout=60,
+                          check=False)
+    assert done.returncode == 2, done.stderr
+    assert re.fullmatch(f"logcorr: error: {PANIC}\n", done.stderr), done.stderr
+    assert done.stdout == "" and list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("read", ["rows_of", "batches"])
+def test_a_panic_reading_files_again_is_a_core_error(monkeypatch: pytest.MonkeyPatch,
+                                                     capfd: pytest.CaptureFixture[str],
+                                                     read: str) -> None:
+    """The terminal view keeps the timeline's ends and reads files again for the rest (a
+    finding's rows, the whole timeline): a panic there is the same one error."""
+    analysis = analyze([PER_RANK / "logs"], config=PER_RANK / "args.json", keep=5, threads=1)
+    rank3 = next(s.file_id for s in analysis.sources if s.display == "rank3.log")
+    monkeypatch.delenv("RUST_BACKTRACE", raising=False)
+    monkeypatch.setenv("LOGCORR_TEST_PANIC", "rank3.log")
+    with pytest.raises(CoreError, match=f"^{PANIC}$"):
+        if read == "rows_of":
+            analysis.rows_of([rank3])
+        else:
+            list(analysis.batches())
+    assert "panicked" not in capfd.readouterr().err

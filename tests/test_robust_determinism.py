@@ -1,8 +1,8 @@
 """Determinism: the same logs give byte-identical jsonl and --report output.
 
 Independent of the order files are given on the command line or created on disk (and so found
-by the folder walk), of the run, and of the number of polars threads. Each run is a separate
-process so POLARS_MAX_THREADS takes effect.
+by the folder walk), of the run, of the number of polars threads and of the line core's
+workers. Each run is a separate process so POLARS_MAX_THREADS takes effect.
 """
 
 from __future__ import annotations
@@ -36,9 +36,11 @@ def logs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     return folder, root / "gen" / "args.json"
 
 
-def _run(args: list[str], out: Path, *, cwd: Path, threads: int | None = None) -> bytes:
-    """analyze ARGS in a subprocess; returns the jsonl bytes followed by the report bytes."""
-    env = dict(os.environ)
+def _run(args: list[str], out: Path, *, cwd: Path, threads: int | None = None,
+         core: int = 1) -> bytes:
+    """analyze ARGS in a subprocess (polars on `threads`, default one per core; the line
+    core on `core` workers); returns the jsonl bytes followed by the report bytes."""
+    env = dict(os.environ, LOGCORR_THREADS=str(core))
     env.pop("POLARS_MAX_THREADS", None)
     if threads is not None:
         env["POLARS_MAX_THREADS"] = str(threads)
@@ -57,12 +59,13 @@ def _files(folder: Path) -> list[str]:
 
 class TestDeterminism:
     def test_folder_runs_and_threads(self, logs: tuple[Path, Path], tmp_path: Path) -> None:
-        """Two default runs and a single-threaded run are byte-identical."""
+        """Two default runs (one with the core on two workers) and a single-threaded run are
+        byte-identical."""
         folder, config = logs
         args = [str(folder), "--config", str(config)]
         first = _run(args, tmp_path / "a.jsonl", cwd=tmp_path)
         assert first.count(b"\n") > 5_000
-        assert _run(args, tmp_path / "b.jsonl", cwd=tmp_path) == first
+        assert _run(args, tmp_path / "b.jsonl", cwd=tmp_path, core=2) == first
         assert _run(args, tmp_path / "c.jsonl", cwd=tmp_path, threads=1) == first
 
     def test_creation_order(self, logs: tuple[Path, Path], tmp_path: Path) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -44,17 +45,20 @@ def logs(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 class TestSigint:
     def test_sigint_during_analyze(self, logs: Path, tmp_path: Path) -> None:
-        """SIGINT at several moments: exit 130 and no output, or exit 0 and the full output."""
+        """SIGINT at several moments: exit 130 and no output, or exit 0 and the full output
+        (the core on two workers)."""
         command = [sys.executable, "-m", "logcorr", "analyze", str(logs), "--format", "jsonl"]
+        threaded = dict(os.environ, LOGCORR_THREADS="2")
         reference = tmp_path / "reference.jsonl"
         started = time.monotonic()
-        subprocess.run([*command, "-o", str(reference)], check=True, timeout=300)
+        subprocess.run([*command, "-o", str(reference)], check=True, timeout=300, env=threaded)
         took = time.monotonic() - started
         complete = reference.read_bytes()
         outcomes = set()
         for delay in (took * f for f in (0.3, 0.5, 0.7, 0.9)):  # from imports to writing
             target = tmp_path / f"out-{delay}.jsonl"
-            process = subprocess.Popen([*command, "-o", str(target)], stderr=subprocess.PIPE)
+            process = subprocess.Popen([*command, "-o", str(target)], stderr=subprocess.PIPE,
+                                       env=threaded)
             time.sleep(delay)
             process.send_signal(signal.SIGINT)
             _, err = process.communicate(timeout=300)
@@ -80,7 +84,7 @@ class TestSigint:
         for pause in (0.0, 0.05):
             process = subprocess.Popen(command, stderr=subprocess.PIPE,
                                        env=dict(os.environ, TMPDIR=str(spill),
-                                                LOGCORR_MEMORY_BUDGET="0"))
+                                                LOGCORR_MEMORY_BUDGET="0", LOGCORR_THREADS="2"))
             deadline = time.monotonic() + 60
             while not list(spill.iterdir()) and time.monotonic() < deadline:
                 time.sleep(0.005)  # until the analysis has made its spill folder
@@ -253,6 +257,55 @@ def test_a_signal_ends_the_run_inside_a_polars_call(tmp_path: Path, signum: int)
         time.sleep(0.02)
     assert process.poll() is None
     assert [p for p in spill.glob("logcorr-*") if any(p.iterdir())], "no spill to remove"
+    sent = time.monotonic()
+    process.send_signal(signum)
+    try:
+        _, err = process.communicate(timeout=10)
+    finally:
+        process.kill()
+    took = time.monotonic() - sent
+    assert took < 2.0, took
+    assert process.returncode == {signal.SIGINT: 130, signal.SIGTERM: 143}[signum], err
+    assert err.decode() in ("logcorr: interrupted\n", "logcorr: terminated\n")
+    assert list(spill.glob("logcorr-*")) == [] and list(out.iterdir()) == []
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_ends_the_run_inside_the_core(tmp_path: Path, signum: int) -> None:
+    """A signal while the line core's threads (two workers here, and the thread that reads
+    the files) hold the run - one of them blocked opening a file that never comes (a FIFO
+    put in the place of a log after the folder was read: a hung network mount) - still ends
+    the run within 2 s: exit 130/143, one line on stderr, nothing left behind."""
+    logs = tmp_path / "logs"
+    shutil.copytree(FIXTURE / "logs", logs)
+    spill = tmp_path / "spill"
+    spill.mkdir()
+    out = tmp_path / "out"
+    out.mkdir()
+    script = (
+        "import os, logcorr.api as api\n"
+        "found = api.discover\n"
+        "def discover(paths, skipped):\n"
+        "    sources, warnings = found(paths, skipped)\n"
+        "    os.remove(sources[-1].path)\n"
+        "    os.mkfifo(sources[-1].path)\n"
+        "    return sources, warnings\n"
+        "api.discover = discover\n"
+        "from logcorr.launch import main\n"
+        "main()\n")
+    process = subprocess.Popen(
+        [sys.executable, "-c", script, "analyze", str(logs), "--format", "jsonl",
+         "-o", str(out / "timeline.jsonl")], stderr=subprocess.PIPE, cwd=ROOT,
+        env=dict(os.environ, TMPDIR=str(spill), LOGCORR_THREADS="2"))
+    tasks = Path(f"/proc/{process.pid}/task")
+    deadline = time.monotonic() + 120
+    blocked = False
+    while time.monotonic() < deadline and process.poll() is None and not blocked:
+        with contextlib.suppress(OSError):  # (a thread may end while it is read)
+            blocked = any((task / "wchan").read_text() == "wait_for_partner"
+                          for task in tasks.iterdir())
+        time.sleep(0.02)
+    assert blocked and process.poll() is None, "the core never opened the FIFO"
     sent = time.monotonic()
     process.send_signal(signum)
     try:

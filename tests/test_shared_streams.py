@@ -82,3 +82,47 @@ def test_small_chunks_give_the_same_answers(tmp_path: Path) -> None:
     chunked = _trial(tmp_path / "chunked", seed, 12, chunk_bytes=300)[1]
     assert chunked.select("file", "line", "world_rank", "evidence").equals(
         whole.select("file", "line", "world_rank", "evidence"))
+
+
+def _dump(rank: int, pid: int, second: int) -> list[str]:
+    """SGLang's watchdog dump as it logs it (`logger.error(f"Pyspy dump for PID {pid}:\\n"
+    f"{result.stdout}")`): py-spy's blank line after `Python v…`, and the record's own blank
+    line at its end (py-spy's last newline, then the logger's)."""
+    return [f"[2026-11-29 10:10:{second:02d} TP{rank}] Pyspy dump for PID {pid}:",
+            f"Process {pid}: sglang::scheduler_TP{rank}",
+            "Python v3.12.3 (/usr/bin/python3.12)",
+            "",
+            f'Thread {pid} (idle): "MainThread"',
+            "    all_reduce (torch/distributed/distributed_c10d.py:2501)",
+            "    event_loop_overlap (sglang/srt/managers/scheduler.py:1012)",
+            ""]
+
+
+def test_blank_lines_past_the_end_of_a_dump_are_nobody_s(tmp_path: Path) -> None:
+    """Two schedulers dump their stacks into one console at once. TP1's record reached the
+    file in two writes (a pipe takes a long record in pieces): its last blank line lands inside
+    TP0's dump, right after py-spy's own blank line; once TP0's record is over, TP1 prints two
+    blank lines. py-spy writes a blank line only after its `Python v…` line, and the record ends
+    with one: a blank line past those is past the dump's grammar and may be anybody's, so it is
+    nobody's. Every other line keeps its writer."""
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    tp1 = _dump(1, 4322, 1)
+    tp0 = _dump(0, 4321, 1)
+    lines = [(line, 1) for line in tp1[:-1]] + [(line, 0) for line in tp0[:4]] + [("", 1)]
+    lines += [(line, 0) for line in tp0[4:]] + [("", 1), ("", 1)]
+    watchdog = ("[2026-11-29 10:10:02 TP0] Scheduler watchdog timeout "
+                "(self.watchdog_timeout=300, self.soft=False)")
+    lines += [(watchdog, 0)]
+    (logs / "console.log").write_text("".join(line + "\n" for line, _ in lines))
+    (tmp_path / "args.json").write_text('{"tp_size": 2}')
+    detail = analyze([logs], config=tmp_path / "args.json", threads=1).detail
+    got = detail.filter(pl.col("part") == 0).sort("line")
+    assert got.height == len(lines)
+    past = {12, 17, 18}  # (TP1's blank lines)
+    for (text, writer), tagged, why, line in zip(
+            lines, got["world_rank"], got["why"], got["line"], strict=True):
+        if line in past:
+            assert (tagged, why) == (None, "interleaved records"), (line, text)
+        else:
+            assert tagged == writer, (line, text, tagged, why)

@@ -8,6 +8,7 @@ mod set;
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
+use std::sync::Mutex;
 
 use logcorr_scan::model::NOWHERE;
 use logcorr_scan::parse::{parse_chunk, said_of, Line};
@@ -158,8 +159,32 @@ fn parse_lines(
     ArrowBatch::new(batch)
 }
 
+/// Where the last panic happened (`file:line`), kept by the hook `quiet_panics` sets.
+static LAST_PANIC: Mutex<Option<String>> = Mutex::new(None);
+
+/// A panic (a bug: no input should cause one) is caught where the core runs and ends the run as
+/// one error line that names the files; the default hook would first print its own lines on
+/// stderr. Keep its place for that line instead (printed as well when RUST_BACKTRACE is set).
+fn quiet_panics() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        if std::env::var_os("RUST_BACKTRACE").is_some() {
+            default(info);
+        }
+        if let (Some(place), Ok(mut last)) = (info.location(), LAST_PANIC.lock()) {
+            *last = Some(format!("{}:{}", place.file(), place.line()));
+        }
+    }));
+}
+
+/// Where the last panic happened, if one did.
+fn last_panic() -> Option<String> {
+    LAST_PANIC.lock().ok().and_then(|last| last.clone())
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    quiet_panics();
     m.add_class::<Scanner>()?;
     m.add_function(wrap_pyfunction!(parse_lines, m)?)?;
     m.add_function(wrap_pyfunction!(sniff, m)?)?;

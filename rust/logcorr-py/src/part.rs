@@ -322,11 +322,7 @@ impl AttributePart {
             attributor,
             Some(wanted.clone()),
         );
-        Ok(RowsOf {
-            pass,
-            wanted,
-            whole,
-        })
+        Ok(RowsOf::new(&self.files, pass, wanted, whole))
     }
 
     /// Forget what the files carry from chunk to chunk (open records, a file's time so far,

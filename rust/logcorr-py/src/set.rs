@@ -5,6 +5,7 @@
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -18,7 +19,7 @@ use logcorr_scan::keys::Keys;
 use logcorr_scan::model::Columns;
 use logcorr_scan::model::Role;
 use logcorr_scan::pass::{AttributePass, Step};
-use logcorr_scan::pipeline::{runs, AttributeRun, Plan, SurveyRun};
+use logcorr_scan::pipeline::{panic_message, runs, AttributeRun, Plan, SurveyRun};
 use logcorr_scan::scan::FileSpec;
 use logcorr_scan::survey::Survey;
 use pyo3::exceptions::PyValueError;
@@ -42,9 +43,30 @@ pub struct LogSet {
     events: Vec<Event>,
 }
 
-/// A core error (a panic caught in a worker) as the Python exception the CLI reports.
+/// A core error (a panic caught in a worker) as the Python exception the CLI reports, with
+/// where the panic happened.
 fn internal(message: String) -> PyErr {
-    pyo3::exceptions::PyRuntimeError::new_err(message)
+    let place = crate::last_panic()
+        .map(|place| format!(" (at {place})"))
+        .unwrap_or_default();
+    pyo3::exceptions::PyRuntimeError::new_err(format!("{message}{place}"))
+}
+
+/// Test-only (`tests/test_cli_errors.py`): with `LOGCORR_TEST_PANIC=NAME` (a file's name as
+/// shown), the core panics where it hands over that file's rows, as a bug would; read when a
+/// pass starts, and nowhere else.
+fn test_panic(files: &[FileSpec]) -> Option<(u32, String)> {
+    let name = std::env::var("LOGCORR_TEST_PANIC").ok()?;
+    let file = files.iter().find(|f| f.display == name)?;
+    Some((file.file_id, name))
+}
+
+fn panic_if_asked(asked: &Option<(u32, String)>, file_ids: &[u32]) {
+    if let Some((file_id, name)) = asked {
+        if file_ids.contains(file_id) {
+            panic!("LOGCORR_TEST_PANIC asked for a panic on {name}");
+        }
+    }
 }
 
 fn role(name: Option<String>) -> PyResult<Option<Role>> {
@@ -176,21 +198,25 @@ impl LogSet {
         let (whole, keys) = (Arc::new(whole), Arc::new(keys));
         self.tables = Some((whole.clone(), keys.clone()));
         let gather = Gather::new(selection);
+        let asked = test_panic(&self.files);
         // (the lean view hands over each file's first `keep` rows and each chunk's last `keep`
         // rows of each file; else every row)
         let tables = whole.clone();
         let convert = Arc::new(
             move |columns: &mut Columns,
                   attributed: &Attributed,
-                  handed: &mut HashMap<u32, usize>| match keep {
-                None => attributed_batch(columns, attributed, &tables),
-                Some(keep) => {
-                    let rows = ends(&columns.file_id, handed, keep);
-                    attributed_batch(
-                        &mut columns.select(&rows),
-                        &attributed.select(&rows),
-                        &tables,
-                    )
+                  handed: &mut HashMap<u32, usize>| {
+                panic_if_asked(&asked, &columns.file_id);
+                match keep {
+                    None => attributed_batch(columns, attributed, &tables),
+                    Some(keep) => {
+                        let rows = ends(&columns.file_id, handed, keep);
+                        attributed_batch(
+                            &mut columns.select(&rows),
+                            &attributed.select(&rows),
+                            &tables,
+                        )
+                    }
                 }
             },
         );
@@ -245,11 +271,7 @@ impl LogSet {
             attributor,
             Some(wanted.clone()),
         );
-        Ok(RowsOf {
-            pass,
-            wanted,
-            whole,
-        })
+        Ok(RowsOf::new(&self.files, pass, wanted, whole))
     }
 
     /// The event rows gathered since the last call (a record batch), taken.
@@ -425,34 +447,77 @@ fn ends(files: &[u32], heads: &mut HashMap<u32, usize>, keep: usize) -> Vec<usiz
 /// Rows of some files read again (`LogSet.rows_of`), a chunk at a time.
 #[pyclass(module = "logcorr._core")]
 pub struct RowsOf {
-    pub(crate) pass: AttributePass,
-    pub(crate) wanted: HashSet<u32>,
-    pub(crate) whole: Arc<Whole>,
+    pass: AttributePass,
+    wanted: HashSet<u32>,
+    whole: Arc<Whole>,
+    /// The wanted files' names, for an error.
+    shown: String,
+    asked: Option<(u32, String)>,
+}
+
+impl RowsOf {
+    /// The reading `pass` of `files` again, for the rows of the files `wanted`.
+    pub(crate) fn new(
+        files: &[FileSpec],
+        pass: AttributePass,
+        wanted: HashSet<u32>,
+        whole: Arc<Whole>,
+    ) -> RowsOf {
+        let mut shown: Vec<&str> = files
+            .iter()
+            .filter(|f| wanted.contains(&f.file_id))
+            .map(|f| f.display.as_str())
+            .collect();
+        shown.dedup();
+        RowsOf {
+            pass,
+            wanted,
+            whole,
+            shown: shown.join(", "),
+            asked: test_panic(files),
+        }
+    }
 }
 
 #[pymethods]
 impl RowsOf {
-    /// The next chunk's rows of the wanted files; None at the end.
-    fn next_chunk(&mut self, py: Python<'_>) -> Option<ArrowBatch> {
+    /// The next chunk's rows of the wanted files; None at the end. A panic (a bug) is an
+    /// error naming the files, as in the passes.
+    fn next_chunk(&mut self, py: Python<'_>) -> PyResult<Option<ArrowBatch>> {
         let (pass, wanted, whole) = (&mut self.pass, &self.wanted, &self.whole);
-        let batch = py.detach(|| loop {
-            match pass.step()? {
-                Step::Skipped(_) => continue,
-                Step::Attributed(columns, attributed, _) => {
-                    let rows: Vec<usize> = (0..columns.len())
-                        .filter(|&r| wanted.contains(&columns.file_id[r]))
-                        .collect();
-                    if rows.is_empty() {
-                        continue;
-                    }
-                    return Some(attributed_batch(
-                        &mut columns.select(&rows),
-                        &attributed.select(&rows),
-                        whole,
-                    ));
+        let (asked, shown) = (&self.asked, &self.shown);
+        let batch = py.detach(|| {
+            catch_unwind(AssertUnwindSafe(|| next_rows(pass, wanted, whole, asked)))
+                .map_err(|payload| panic_message(payload, shown))
+        });
+        Ok(batch.map_err(internal)?.map(ArrowBatch::new))
+    }
+}
+
+/// The next chunk's rows of the wanted files read again.
+fn next_rows(
+    pass: &mut AttributePass,
+    wanted: &HashSet<u32>,
+    whole: &Whole,
+    asked: &Option<(u32, String)>,
+) -> Option<RecordBatch> {
+    loop {
+        match pass.step()? {
+            Step::Skipped(_) => continue,
+            Step::Attributed(columns, attributed, _) => {
+                panic_if_asked(asked, &columns.file_id);
+                let rows: Vec<usize> = (0..columns.len())
+                    .filter(|&r| wanted.contains(&columns.file_id[r]))
+                    .collect();
+                if rows.is_empty() {
+                    continue;
                 }
+                return Some(attributed_batch(
+                    &mut columns.select(&rows),
+                    &attributed.select(&rows),
+                    whole,
+                ));
             }
-        })?;
-        Some(ArrowBatch::new(batch))
+        }
     }
 }

@@ -19,7 +19,8 @@
 //! record of it is open; else to the one raw record of that grammar that is open, when it has
 //! been the only one since it opened. Otherwise it is ambiguous ("interleaved records"). A
 //! record's process is its header's, or the first one a line inside it names, from that line on
-//! (none once two disagree).
+//! (none once two disagree). A blank line is a block's only while its grammar has room for one:
+//! in an announced py-spy dump, after `Python v…` and once at its end.
 
 use rustc_hash::FxHashMap as HashMap;
 
@@ -94,6 +95,29 @@ struct Block {
     glued: bool,
     /// an exception block opened while another was open, in a crowded second
     exk: bool,
+    /// a py-spy dump a line announced (`Pyspy dump for PID n:`, then `Process n: …`)
+    dump: Option<Dump>,
+}
+
+/// Where an announced py-spy dump stands: py-spy writes one blank line (after `Python v…`)
+/// and the log record ends with one (py-spy's last newline, then the logger's); a blank line
+/// right after another, or after those two, is past the dump's grammar.
+#[derive(Clone, Copy, Debug, Default)]
+struct Dump {
+    blanks: u8,
+    after_blank: bool,
+}
+
+impl Dump {
+    /// Read a row of the block; whether it is a blank line past the grammar.
+    fn past(&mut self, blank: bool) -> bool {
+        let past = blank && (self.after_blank || self.blanks >= 2);
+        if blank && !past {
+            self.blanks += 1;
+        }
+        self.after_blank = blank;
+        past
+    }
 }
 
 /// One output stream's state.
@@ -285,8 +309,16 @@ impl FileGrammar {
                 pr: s.rows,
                 glued: r.glued,
                 exk: false,
+                dump: (dem && raw == Some(SPY)).then(Dump::default),
             });
         }
+        // (in a stream several processes write, such a blank line may be anybody's)
+        let past_dump = !head
+            && s.block
+                .as_mut()
+                .and_then(|b| b.dump.as_mut())
+                .is_some_and(|d| d.past(is_blank))
+            && r.shared;
         if let Some(g) = opens {
             s.last[g] = Some(me);
         }
@@ -366,7 +398,8 @@ impl FileGrammar {
         let one_ok = bhk == Some(Kind::One)
             && (!r.shared || hard_wrapped(r, gram, block, lastshort, pr))
             && quiet;
-        let blank_in_block = gram == Gram::Blank && matches!(bhk, Some(Kind::Exc | Kind::Ann));
+        let blank_in_block =
+            gram == Gram::Blank && matches!(bhk, Some(Kind::Exc | Kind::Ann)) && !past_dump;
         if (gram == Gram::Plain && ((plain_block && plain_ok) || one_ok))
             || (blank_in_block && plain_ok)
             || gram == Gram::Cann
@@ -374,6 +407,7 @@ impl FileGrammar {
             assigned = block.map(|b| b.head);
         }
         ambiguous |= ((gram == Gram::Plain && plain_block) || blank_in_block) && !plain_ok;
+        ambiguous |= past_dump;
         let taken = block.is_none_or(|b| !b.glued);
         let target = if head {
             Some(me)
@@ -464,6 +498,81 @@ fn hard_wrapped(
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    /// The verdicts of an announced py-spy dump's rows, read as one stream (`shared`: several
+    /// processes write it).
+    fn dump_verdicts(shared: bool) -> Vec<(bool, bool)> {
+        let rows = [
+            (
+                Source::Sglang,
+                true,
+                "[2026-11-29 10:10:01 TP0] Pyspy dump for PID 4321:",
+            ),
+            (Source::Pyspy, true, "Process 4321: sglang::scheduler_TP0"),
+            (Source::Pyspy, false, "Python v3.12.3 (/usr/bin/python3.12)"),
+            (Source::Other, false, ""),
+            (Source::Other, false, ""),
+            (Source::Pyspy, false, "Thread 4321 (idle): \"MainThread\""),
+            (
+                Source::Pyspy,
+                false,
+                "    all_reduce (torch/distributed/distributed_c10d.py:2501)",
+            ),
+            (Source::Other, false, ""),
+            (Source::Other, false, " "),
+            (
+                Source::Pyspy,
+                false,
+                "    event_loop_overlap (sglang/srt/managers/scheduler.py:1012)",
+            ),
+            (Source::Other, false, ""),
+        ];
+        let mut grammar = FileGrammar::default();
+        let mut record = 0;
+        rows.iter()
+            .enumerate()
+            .map(|(i, &(source, starts, text))| {
+                record += u32::from(starts);
+                let verdict = grammar.row(&Row {
+                    seq: i as u64,
+                    record,
+                    line: i as u32 + 1,
+                    stream: None,
+                    source,
+                    text,
+                    message: text,
+                    starts,
+                    exc: false,
+                    crowded: false,
+                    glued: false,
+                    proc: (i == 0).then_some(0),
+                    role: None,
+                    shared,
+                });
+                (verdict.head.is_some(), verdict.ambiguous)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_dump_takes_the_blank_lines_py_spy_and_its_record_write() {
+        let (taken, ambiguous): (Vec<bool>, Vec<bool>) = dump_verdicts(true).into_iter().unzip();
+        // (the blank line after `Python v…` and the one after the last frame; not a second in
+        // a row, nor any after those two)
+        let past = [4, 8, 10];
+        assert_eq!(
+            taken,
+            (0..11).map(|i| !past.contains(&i)).collect::<Vec<_>>()
+        );
+        assert_eq!(
+            ambiguous,
+            (0..11).map(|i| past.contains(&i)).collect::<Vec<_>>()
+        );
+        // (a stream one process writes: every line is the dump's)
+        assert!(dump_verdicts(false)
+            .iter()
+            .all(|&(taken, ambiguous)| taken && !ambiguous));
+    }
 
     proptest! {
         /// "Ends with `:`" is what its pattern says: `:` at the end, or `:\s*$` on a line

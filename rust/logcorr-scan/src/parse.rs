@@ -81,12 +81,9 @@ pub fn parse_into(
     let rest: Vec<usize> = (0..lines.len())
         .filter(|&i| matches!(quick[i], Quick::Rest))
         .collect();
-    let docker = rest
-        .iter()
-        .any(|&i| wrappers::is_docker(wrappers::pdsh(lines[i].text).1));
     let peeled: Vec<Peeled<'_>> = rest
         .iter()
-        .map(|&i| wrappers::peel(lines[i].text, docker))
+        .map(|&i| wrappers::peel(lines[i].text))
         .collect();
     let glued: Vec<bool> = peeled
         .iter()

@@ -37,7 +37,7 @@ pub struct Plan {
 }
 
 /// What a panic says, with the files of the chunk it happened in.
-fn panic_message(payload: Box<dyn std::any::Any + Send>, files: &str) -> String {
+pub fn panic_message(payload: Box<dyn std::any::Any + Send>, files: &str) -> String {
     let what = payload
         .downcast_ref::<&str>()
         .map(|s| s.to_string())
@@ -111,8 +111,9 @@ impl SurveyRun {
         let mut handles = Vec::new();
         {
             let (cancel, warnings, files) = (cancel.clone(), warnings.clone(), files.clone());
+            let failed = done_tx.clone();
             handles.push(std::thread::spawn(move || {
-                read_chunks(files, plan, &cancel, &warnings, &work_tx);
+                read_chunks(files, plan, &cancel, &warnings, &work_tx, &failed);
             }));
         }
         for _ in 0..threads {
@@ -185,13 +186,21 @@ fn read_chunks(
     cancel: &AtomicBool,
     warnings: &Mutex<Vec<String>>,
     work: &SyncSender<Work>,
+    failed: &SyncSender<Result<Surveyed, String>>,
 ) {
     let mut reader = ChunkReader::new(files, plan.chunk_bytes, plan.max_rows);
     let mut previous: Vec<(u32, u32, String)> = Vec::new();
     let mut index = 0;
     while !cancel.load(Ordering::SeqCst) {
-        let Some(raw) = reader.next_chunk() else {
-            break;
+        // (a panic here would end the pass early, as if the files had ended)
+        let raw = match catch_unwind(AssertUnwindSafe(|| reader.next_chunk())) {
+            Ok(Some(raw)) => raw,
+            Ok(None) => break,
+            Err(payload) => {
+                let reading = reader.reading().unwrap_or("the files");
+                let _ = failed.send(Err(panic_message(payload, reading)));
+                return;
+            }
         };
         let before = context(&previous);
         previous = last_lines(&previous, &raw);

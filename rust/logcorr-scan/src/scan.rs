@@ -106,6 +106,13 @@ impl ChunkReader {
         }
     }
 
+    /// The name of the file being read, if one is.
+    pub fn reading(&self) -> Option<&str> {
+        self.current
+            .as_ref()
+            .map(|(spec, _, _)| spec.display.as_str())
+    }
+
     /// The next block of lines (at most `max_rows`), in file order.
     fn next_block(&mut self) -> Option<Block> {
         if let Some(block) = self.queued.pop_front() {

@@ -58,11 +58,12 @@ pub fn is_docker(inner: &str) -> bool {
     inner.starts_with("{\"log\":\"")
 }
 
-/// Peel one line (`docker`: some line of the chunk is a Docker envelope, so the envelope's
-/// time is read on every line).
-pub fn peel(text: &str, docker: bool) -> Peeled<'_> {
+/// Peel one line. A Docker envelope's time is read from the envelope: the line itself, not the
+/// lines read with it, says whether it is one.
+pub fn peel(text: &str) -> Peeled<'_> {
     let (pdsh_host, inner) = pdsh(text);
     let mut out = Peeled::default();
+    let docker = is_docker(inner);
     let mut inner: Cow<'_, str> = Cow::Borrowed(inner);
     let mut envelope_time = None;
     if docker {
@@ -209,7 +210,7 @@ mod tests {
 
     /// The peeled prefix and the body concatenate back to the line.
     fn whole(text: &str) -> Peeled<'_> {
-        let peeled = peel(text, false);
+        let peeled = peel(text);
         assert_eq!(format!("{}{}", peeled.wrap, peeled.body), text);
         peeled
     }
@@ -273,7 +274,7 @@ mod tests {
 
     #[test]
     fn kubectl_prefix_names_the_stream() {
-        let peeled = peel("[pod/sglang-0/sglang] [2026-11-29 10:00:00 TP0] x", false);
+        let peeled = peel("[pod/sglang-0/sglang] [2026-11-29 10:00:00 TP0] x");
         assert_eq!(peeled.stream.as_deref(), Some("pod/sglang-0"));
         assert_eq!(peeled.body, "[2026-11-29 10:00:00 TP0] x");
     }
