@@ -40,7 +40,7 @@ from logcorr.diagnose import (
 )
 from logcorr.diagnose.context import ALL_STEMS, CHILD_DIED, GLOG_FATAL, PROGRESS_STEMS, WRAP_MIN
 from logcorr.errors import ConfigError, CoreError, InputError
-from logcorr.ingest import Skipped, Source, discover
+from logcorr.ingest import MAX_ROWS, Skipped, Source, discover
 from logcorr.model import COORDINATES, TIMELINE_SCHEMA
 from logcorr.output import time_condition
 from logcorr.resolve import (
@@ -79,7 +79,6 @@ _CHUNK_COLUMNS = (*DETAIL_COLUMNS, "msg", "ts_full", "torch_rank", "pg_desc", "p
                   "comm_nranks", "nccl_phase", "starts_record",
                   "ts_note", "capped")  # (counted: see Tally.notes)
 STAGES = ("reading", "parsing", "attributing", "diagnosing", "done")
-MAX_ROWS = 1 << 30  # lines in a chunk at most (besides its bytes)
 KEEP_ROWS = 1000  # rows each run keeps in memory for the terminal's head and tail
 PENDING_ROWS = 1_000_000  # a file's untimed opening rows held back waiting for its first time
 EVENT_ROWS = 200_000  # event rows read before their repeats are cut again
@@ -262,13 +261,13 @@ def analyze(
     skipped: list[Skipped] = []
     sources, warnings = discover(paths, skipped)
     total = sum(_size(s) for s in sources)
+    chunk = chunk_bytes if chunk_bytes is not None else CHUNK_BYTES
+    logs = _core.LogSet([(s.file_id, os.fsencode(s.path), s.display) for s in sources],
+                        max(1, chunk), MAX_ROWS, threads or thread_count())
+    survey = _survey(logs, total, warnings, report)
     workspace = Workspace(memory_budget if memory_budget is not None
-                          else memory_budget_for(total))
+                          else memory_budget_for(total, int(survey["lines"])))
     try:
-        chunk = chunk_bytes if chunk_bytes is not None else CHUNK_BYTES
-        logs = _core.LogSet([(s.file_id, os.fsencode(s.path), s.display) for s in sources],
-                            max(1, chunk), MAX_ROWS, threads or thread_count())
-        survey = _survey(logs, total, warnings, report)
         whole = whole_set(survey, given, sources, sglang_version, validate)
         logs.start_attribution(*attribution_arguments(whole, survey, sources, clock_offsets,
                                                       keep))

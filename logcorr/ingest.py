@@ -33,7 +33,7 @@ from logcorr.model import LINES_SCHEMA
 
 CHUNK_BYTES = 64 * 1024 * 1024
 SNIFF_BYTES = 8192
-MAX_ROWS = 1 << 30  # lines a chunk holds at most (besides its bytes)
+MAX_ROWS = 1 << 16  # lines a chunk holds at most (besides its bytes)
 
 # First bytes of formats that are not text (a file is skipped for its content only). A gzip
 # stream is decoded and its content judged the same way.

@@ -62,33 +62,52 @@ impl Sink for Columns {
 pub fn parse_chunk(lines: &[Line<'_>], before: &[Said]) -> (Columns, Vec<Said>) {
     let mut columns = Columns::default();
     columns.reserve(lines.len());
-    let after = parse_into(lines, before, &mut columns, &mut Vec::new());
+    let after = parse_into(lines, before, &mut columns, &mut Scratch::default());
     (columns, after)
 }
 
+/// Buffers `parse_into` keeps from chunk to chunk (empty between calls): a chunk's working
+/// vectors reuse the last chunk's memory instead of mapping fresh pages for each.
+#[derive(Default)]
+pub struct Scratch {
+    quick: Vec<Quick>,
+    rest: Vec<usize>,
+    peeled: Vec<Peeled<'static>>,
+    glued: Vec<bool>,
+    split: Vec<Vec<Part<'static>>>,
+    said: Vec<&'static str>,
+    single: Vec<Part<'static>>,
+    rest_rows: Vec<(usize, Fields<'static>)>,
+}
+
+/// An empty vector in the memory of `v`, for items of another lifetime (the standard
+/// library's in-place collection keeps the allocation when the items' layouts match).
+fn recycle<T, U>(mut v: Vec<T>) -> Vec<U> {
+    v.clear();
+    v.into_iter().map(|_| unreachable!("empty")).collect()
+}
+
 /// Parse a chunk, handing each part to `sink` in (line, part) order; returns what the chunk's
-/// last two lines say. `quick`: a buffer for what the fast paths read (kept from chunk to
+/// last two lines say. `scratch`: the working buffers (kept from chunk to
 /// chunk, so that its memory is not asked for again).
 pub fn parse_into(
     lines: &[Line<'_>],
     before: &[Said],
     sink: &mut impl Sink,
-    quick: &mut Vec<Quick>,
+    scratch: &mut Scratch,
 ) -> Vec<Said> {
     let mut heads: FxHashMap<&str, NcclHead> = FxHashMap::default();
+    let quick = &mut scratch.quick;
     quick.clear();
     quick.extend(lines.iter().map(|line| fast(line.text, &mut heads)));
-    let rest: Vec<usize> = (0..lines.len())
-        .filter(|&i| matches!(quick[i], Quick::Rest))
-        .collect();
-    let peeled: Vec<Peeled<'_>> = rest
-        .iter()
-        .map(|&i| wrappers::peel(lines[i].text))
-        .collect();
-    let glued: Vec<bool> = peeled
-        .iter()
-        .map(|w| parts::glued(&w.body, w.json))
-        .collect();
+    let mut rest = std::mem::take(&mut scratch.rest);
+    rest.clear();
+    rest.extend((0..lines.len()).filter(|&i| matches!(quick[i], Quick::Rest)));
+    let mut peeled: Vec<Peeled<'_>> = recycle(std::mem::take(&mut scratch.peeled));
+    peeled.extend(rest.iter().map(|&i| wrappers::peel(lines[i].text)));
+    let mut glued = std::mem::take(&mut scratch.glued);
+    glued.clear();
+    glued.extend(peeled.iter().map(|w| parts::glued(&w.body, w.json)));
     let mut hosts: Vec<String> = Vec::new();
     if glued.iter().any(|&g| g) {
         // (hosts of the chunk's clean NCCL lines, and of the rest's lines' starts)
@@ -104,7 +123,7 @@ pub fn parse_into(
         }
     }
     let known = known_hosts(hosts);
-    let mut split: Vec<Vec<Part<'_>>> = Vec::with_capacity(rest.len());
+    let mut split: Vec<Vec<Part<'_>>> = recycle(std::mem::take(&mut scratch.split));
     for (w, &g) in peeled.iter().zip(&glued) {
         split.push(if g {
             parts::split(&w.wrap, &w.body, w.torch_rank, &known)
@@ -113,27 +132,25 @@ pub fn parse_into(
         });
     }
     // what each line says to the next: its part-0 body under a wrapper, else its text
-    let mut said: Vec<&str> = lines.iter().map(|l| l.text).collect();
+    let mut said: Vec<&str> = recycle(std::mem::take(&mut scratch.said));
+    said.extend(lines.iter().map(|l| l.text));
     for (k, &i) in rest.iter().enumerate() {
         said[i] = match split[k].first() {
             Some(part) => &part.body,
             None => &peeled[k].body,
         };
     }
-    let single: Vec<Part<'_>> = rest
-        .iter()
-        .zip(&peeled)
-        .map(|(&i, w)| Part {
-            text: Cow::Borrowed(lines[i].text),
-            body: Cow::Borrowed(&w.body),
-            torch_rank: w.torch_rank,
-            capped: None,
-            frag: false,
-            host_unknown: false,
-        })
-        .collect();
+    let mut single: Vec<Part<'_>> = recycle(std::mem::take(&mut scratch.single));
+    single.extend(rest.iter().zip(&peeled).map(|(&i, w)| Part {
+        text: Cow::Borrowed(lines[i].text),
+        body: Cow::Borrowed(&w.body),
+        torch_rank: w.torch_rank,
+        capped: None,
+        frag: false,
+        host_unknown: false,
+    }));
     // the rest's parts, with the physical line each stands in
-    let mut rest_rows: Vec<(usize, Fields<'_>)> = Vec::with_capacity(rest.len());
+    let mut rest_rows: Vec<(usize, Fields<'_>)> = recycle(std::mem::take(&mut scratch.rest_rows));
     for (k, &i) in rest.iter().enumerate() {
         let context = Context {
             lines,
@@ -159,7 +176,7 @@ pub fn parse_into(
         .filter_map(|(line, q)| q.host(line.text));
     let fixes =
         unglue_hosts(fast_hosts.chain(rest_rows.iter().filter_map(|(_, f)| f.host.as_deref())));
-    let mut rest_rows = rest_rows.into_iter().peekable();
+    let mut next = 0;
     for (i, (line, q)) in lines.iter().zip(quick.iter()).enumerate() {
         match q {
             Quick::Sglang { .. } | Quick::Nccl { .. } => {
@@ -169,15 +186,24 @@ pub fn parse_into(
                 sink.push(line.file_id, line.line, &fields, Some(line.at));
             }
             Quick::Rest => {
-                while let Some((_, mut fields)) = rest_rows.next_if(|(at, _)| *at == i) {
+                while let Some((_, fields)) = rest_rows.get_mut(next).filter(|(at, _)| *at == i) {
                     let whole = fields.part == 0 && fields.text.len() == line.text.len();
-                    mend_host(&mut fields, &fixes);
-                    sink.push(line.file_id, line.line, &fields, whole.then_some(line.at));
+                    mend_host(fields, &fixes);
+                    sink.push(line.file_id, line.line, fields, whole.then_some(line.at));
+                    next += 1;
                 }
             }
         }
     }
-    last_said(lines, &said, before)
+    let after = last_said(lines, &said, before);
+    scratch.rest_rows = recycle(rest_rows);
+    scratch.single = recycle(single);
+    scratch.said = recycle(said);
+    scratch.split = recycle(split);
+    scratch.glued = glued;
+    scratch.peeled = recycle(peeled);
+    scratch.rest = rest;
+    after
 }
 
 fn mend_host(fields: &mut Fields<'_>, fixes: &HashMap<String, String>) {

@@ -23,7 +23,7 @@ use crate::attribute::{Ahead, Attributed, Attributor, Whole};
 use crate::gather::{Event, Gather, Tally};
 use crate::keys::Keys;
 use crate::model::Columns;
-use crate::parse::{parse_into, Said};
+use crate::parse::{parse_into, Said, Scratch};
 use crate::scan::{context, last_lines, Chunk, ChunkReader, FileSpec, RawChunk, Scanner};
 use crate::survey::Survey;
 
@@ -220,7 +220,7 @@ fn survey_chunks(
     work: &Mutex<Receiver<Work>>,
     done: &SyncSender<Result<Surveyed, String>>,
 ) {
-    let mut quick = Vec::new();
+    let mut scratch = Scratch::default();
     loop {
         if cancel.load(Ordering::SeqCst) {
             return;
@@ -235,7 +235,7 @@ fn survey_chunks(
         let result = catch_unwind(AssertUnwindSafe(|| {
             let lines = raw.lines();
             let mut survey = Survey::default();
-            parse_into(&lines, &before, &mut survey, &mut quick);
+            parse_into(&lines, &before, &mut survey, &mut scratch);
             let span = (
                 lines.first().map_or(0, |l| l.file_id),
                 lines.last().map_or(0, |l| l.file_id),

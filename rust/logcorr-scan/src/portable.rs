@@ -175,7 +175,7 @@ pub fn bounds(survey: &Survey, ranges: usize) -> Vec<i64> {
 mod tests {
     use super::*;
     use crate::model::NOWHERE;
-    use crate::parse::{parse_into, Line};
+    use crate::parse::{parse_into, Line, Scratch};
 
     fn survey_of(file_id: u32, texts: &[&str]) -> Survey {
         let lines: Vec<Line<'_>> = texts
@@ -189,7 +189,7 @@ mod tests {
             })
             .collect();
         let mut survey = Survey::default();
-        parse_into(&lines, &[], &mut survey, &mut Vec::new());
+        parse_into(&lines, &[], &mut survey, &mut Scratch::default());
         survey
     }
 

@@ -12,7 +12,7 @@ use std::path::PathBuf;
 
 use crate::keys::{KeyId, Keys};
 use crate::model::{Columns, Fields, NOWHERE};
-use crate::parse::{parse_chunk, parse_into, said_of, Line, Quick, Said, Sink};
+use crate::parse::{parse_chunk, parse_into, said_of, Line, Said, Scratch, Sink};
 use crate::read::{split_lines, Blocks, Pieces, Problem};
 
 /// One input file: its number and where it is, and how to name it in a warning.
@@ -38,15 +38,26 @@ impl Block {
         self.lines.iter().map(|(a, b)| b - a + 8).sum()
     }
 
-    /// The block's lines from `from` on as a block of their own (the rest stays).
-    fn split_off(&mut self, from: usize) -> Block {
-        let lines = self.lines.split_off(from);
-        Block {
-            file_id: self.file_id,
-            first_line: self.first_line + from as u32,
-            text: self.text.clone(),
-            lines,
+    /// The block cut into blocks of at most `rows` lines, each holding only its lines' text
+    /// (so cutting costs the block's size once, however many pieces).
+    fn cut(self, rows: usize) -> Vec<Block> {
+        if self.lines.len() <= rows {
+            return vec![self];
         }
+        self.lines
+            .chunks(rows)
+            .enumerate()
+            .map(|(k, lines)| {
+                let start = lines[0].0;
+                let end = lines[lines.len() - 1].1;
+                Block {
+                    file_id: self.file_id,
+                    first_line: self.first_line + (k * rows) as u32,
+                    text: self.text[start..end].to_string(),
+                    lines: lines.iter().map(|&(a, b)| (a - start, b - start)).collect(),
+                }
+            })
+            .collect()
     }
 }
 
@@ -147,18 +158,14 @@ impl ChunkReader {
                     if lines.is_empty() {
                         continue;
                     }
-                    let mut block = Block {
+                    let block = Block {
                         file_id: spec.file_id,
                         first_line: *next_line,
                         text,
                         lines,
                     };
                     *next_line += block.lines.len() as u32;
-                    while block.lines.len() > self.max_rows {
-                        let rest = block.split_off(self.max_rows);
-                        self.queued.push_back(std::mem::replace(&mut block, rest));
-                    }
-                    self.queued.push_back(block);
+                    self.queued.extend(block.cut(self.max_rows));
                     return self.queued.pop_front();
                 }
                 None => {
@@ -244,7 +251,7 @@ pub struct Scanner {
     pub reader: ChunkReader,
     /// The last two lines of the chunk before (what they say is the next chunk's context).
     previous: Vec<(u32, u32, String)>,
-    quick: Vec<Quick>,
+    scratch: Scratch,
 }
 
 /// A parsed chunk: its parts, and how many bytes of lines it holds.
@@ -259,7 +266,7 @@ impl Scanner {
         Scanner {
             reader: ChunkReader::new(files, chunk_bytes, max_rows),
             previous: Vec::new(),
-            quick: Vec::new(),
+            scratch: Scratch::default(),
         }
     }
 
@@ -276,7 +283,7 @@ impl Scanner {
         let raw = self.reader.next_chunk()?;
         let lines = raw.lines();
         let before = self.before(&raw);
-        parse_into(&lines, &before, sink, &mut self.quick);
+        parse_into(&lines, &before, sink, &mut self.scratch);
         Some((raw.bytes(), lines.len()))
     }
 
@@ -303,7 +310,7 @@ impl Scanner {
         };
         keyed.columns.reserve(lines.len());
         let before = self.before(&raw);
-        parse_into(&lines, &before, &mut keyed, &mut self.quick);
+        parse_into(&lines, &before, &mut keyed, &mut self.scratch);
         drop(lines);
         let Keyed {
             mut columns, ids, ..
@@ -362,4 +369,41 @@ pub fn last_lines(previous: &[(u32, u32, String)], raw: &RawChunk) -> Vec<(u32, 
     out.extend(previous.iter().rev().take(2 - out.len()).cloned());
     out.reverse();
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_block_cut_by_rows_keeps_each_line_once_and_only_its_own_text() {
+        let text: String = (0..10).map(|i| format!("line {i}\r\n")).collect::<String>() + "\n";
+        let block = Block {
+            file_id: 3,
+            first_line: 5,
+            lines: split_lines(&text),
+            text,
+        };
+        let pieces = block.cut(4);
+        assert_eq!(
+            pieces.iter().map(|b| b.lines.len()).collect::<Vec<_>>(),
+            [4, 4, 3]
+        );
+        assert_eq!(
+            pieces.iter().map(|b| b.first_line).collect::<Vec<_>>(),
+            [5, 9, 13]
+        );
+        let lines: Vec<&str> = pieces
+            .iter()
+            .flat_map(|b| b.lines.iter().map(|&(a, z)| &b.text[a..z]))
+            .collect();
+        let mut expected: Vec<String> = (0..10).map(|i| format!("line {i}")).collect();
+        expected.push(String::new());
+        assert_eq!(lines, expected);
+        // (each piece holds its own lines' bytes, not a copy of the whole block)
+        assert!(pieces
+            .iter()
+            .all(|b| b.text.len() <= 4 * "line 0\r\n".len()));
+        assert_eq!(pieces[2].text, "line 8\r\nline 9\r\n");
+    }
 }

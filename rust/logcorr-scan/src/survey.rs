@@ -147,7 +147,7 @@ impl Survey {
 mod tests {
     use super::*;
     use crate::model::NOWHERE;
-    use crate::parse::{parse_into, Line};
+    use crate::parse::{parse_into, Line, Scratch};
 
     #[test]
     fn rank_spans_hold_each_key_rows_first_and_last_torch_stamp() {
@@ -168,7 +168,7 @@ mod tests {
             })
             .collect();
         let mut survey = Survey::default();
-        parse_into(&lines, &[], &mut survey, &mut Vec::new());
+        parse_into(&lines, &[], &mut survey, &mut Scratch::default());
         let spans: Vec<(i64, i64)> = survey.rank_spans.values().copied().collect();
         assert_eq!(
             spans.len(),
