@@ -92,17 +92,18 @@ impl Pieces {
 
 type Step = Result<Option<Vec<u8>>, (Vec<u8>, Problem)>;
 
+/// Room a piece is first given (it grows as bytes come, up to the chunk's size): a small
+/// file costs its own size, not a chunk's.
+const FIRST_ROOM: usize = 1 << 20;
+
 fn plain(file: &mut File, head: &mut Vec<u8>, max: usize) -> Step {
     let mut piece = std::mem::take(head);
     if piece.len() < max {
-        let start = piece.len();
-        piece.resize(max, 0);
-        match read_full(file, &mut piece[start..]) {
-            Ok(n) => piece.truncate(start + n),
-            Err(error) => {
-                piece.truncate(start);
-                return Err((piece, Problem::Io(error.to_string())));
-            }
+        let want = max - piece.len();
+        piece.reserve(want.min(FIRST_ROOM));
+        // (what was read before an error stays in `piece`)
+        if let Err(error) = file.take(want as u64).read_to_end(&mut piece) {
+            return Err((piece, Problem::Io(error.to_string())));
         }
     }
     Ok((!piece.is_empty()).then_some(piece))
@@ -199,7 +200,7 @@ impl Gzip {
     }
 
     fn next(&mut self, file: &mut File, max: usize) -> Step {
-        let mut out = vec![0u8; max];
+        let mut out = vec![0u8; max.min(FIRST_ROOM)];
         let mut written = 0usize;
         loop {
             match self.state {
@@ -234,8 +235,11 @@ impl Gzip {
                     }
                 }
                 Member::Body => {
-                    if written == max {
-                        break;
+                    if written == out.len() {
+                        if written == max {
+                            break;
+                        }
+                        out.resize((2 * written).min(max), 0);
                     }
                     let before_in = self.inflate.total_in();
                     let before_out = self.inflate.total_out();
