@@ -7,8 +7,9 @@ colour sequence, an unclosed `key=(`, a stamp without its `] `, ...) at 10, 40 a
 fails when the CPU time per byte grows clearly with the length: a quadratic reader takes 4x
 longer per byte at each step, a linear one about the same (allowed: 2.5x over the whole range,
 which absorbs timer noise on a loaded machine). Polars' patterns are not here: they run in
-Rust's regex crate, which has no backtracking. The per-line parsing of `logcorr/formats/` is
-the line core's, tested with it.
+Rust's regex crate, which has no backtracking. The line core's own per-line work (wrappers
+peeled, glued records split, prefixes, stamps, families) is held to it here too, through
+`_core.parse_lines`: its patterns cannot backtrack, its hand-written readers could loop.
 
 (Before: a cut-off server_args line with a tail of colour sequences took 17 s at 20 kB, one of
 unclosed `key=(` was quadratic, the crash rule's stamp search was quadratic and the trace's
@@ -26,6 +27,7 @@ from collections.abc import Callable
 import pytest
 import regex
 
+from logcorr import _core
 from logcorr.config import config_from_text, fields_from_server_args_line
 from logcorr.diagnose import context, crash, init, stalled, transfer, watchdog
 from logcorr.errors import LogcorrError
@@ -57,6 +59,18 @@ def _quiet(reader: Callable[[str], object]) -> Callable[[str], object]:
         except LogcorrError as error:
             return error
     return read
+
+
+def _core_line(text: str) -> object:
+    return _core.parse_lines([0], [1], [text], [])
+
+
+# units of a line the core reads: glued records, wrappers, headers, escapes
+CORE_UNITS = ('[2026-11-29 10:00:00 TP0] ', '[2026-11-29 10:00:00] x', '[rank1]:[E1129 10:00:00',
+              'h:1:2 [0] NCCL INFO ', 'h:1:2 [0] NCCL INFO comm 0x1 rank 0 nranks 2 ', '\\x1b[0m',
+              '\x1b[0m', '\x1b]0;t\x07', '\r', '[', '(', ':', '\\"', 'DP1 TP2 ',
+              'Traceback (most recent call last):', '2026-11-29T10:00:00.000000000Z stdout F ',
+              '[PG ID 1 PG GUID 1(tp) Rank 1] ', 'File "a.py", line 1, in f ', ' ', 'x')
 
 
 def _search(pattern: regex.Pattern[str]) -> Callable[[str], object]:
@@ -95,6 +109,11 @@ CASES: dict[str, tuple[Callable[[str], object], str, tuple[str, ...]]] = {
     "trace: collective wait": (lambda t: (_RAN_FOR.search(t), _WORK.search(t)), "",
                                ("ran for 1", "SeqNum=1, OpType=", "SeqNum=")),
     "terminal escaping": (inert, "", ("\x1b[0m", "\u202e", "a")),
+    "line core: plain line": (_core_line, "", CORE_UNITS),
+    "line core: SGLang prefix": (_core_line, "[2026-11-29 10:00:00 DP0 TP0] ", CORE_UNITS),
+    "line core: container wrapper": (_core_line, "2026-11-29T10:00:00.1Z stdout F ", CORE_UNITS),
+    "line core: Docker JSON": (_core_line, '{"log":"', CORE_UNITS),
+    "line core: server_args": (_core_line, SERVER_ARGS, REPR_UNITS),
     "--sglang-version": (_quiet(parse_version), "0.5.1", ("post1", "1", ".1", "rc")),
     "--select": (_quiet(parse_selector), "", ("tp=1,", "DP1 TP", "stream=", " ", "group=tp:")),
     "--clock-offset": (_quiet(lambda t: parse_clock_offsets([t])), "", ("h=1", "=", "1e")),
