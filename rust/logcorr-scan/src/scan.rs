@@ -37,28 +37,6 @@ impl Block {
     fn size(&self) -> usize {
         self.lines.iter().map(|(a, b)| b - a + 8).sum()
     }
-
-    /// The block cut into blocks of at most `rows` lines, each holding only its lines' text
-    /// (so cutting costs the block's size once, however many pieces).
-    fn cut(self, rows: usize) -> Vec<Block> {
-        if self.lines.len() <= rows {
-            return vec![self];
-        }
-        self.lines
-            .chunks(rows)
-            .enumerate()
-            .map(|(k, lines)| {
-                let start = lines[0].0;
-                let end = lines[lines.len() - 1].1;
-                Block {
-                    file_id: self.file_id,
-                    first_line: self.first_line + (k * rows) as u32,
-                    text: self.text[start..end].to_string(),
-                    lines: lines.iter().map(|&(a, b)| (a - start, b - start)).collect(),
-                }
-            })
-            .collect()
-    }
 }
 
 /// The raw lines of a chunk.
@@ -95,6 +73,15 @@ impl RawChunk {
     }
 }
 
+/// A decoded piece of a file not yet cut into blocks: its text from `at` on, whose first line
+/// is `next_line`.
+struct Uncut {
+    file_id: u32,
+    next_line: u32,
+    text: String,
+    at: usize,
+}
+
 /// Reads files into chunks of raw lines.
 pub struct ChunkReader {
     files: VecDeque<FileSpec>,
@@ -102,6 +89,9 @@ pub struct ChunkReader {
     chunk_bytes: usize,
     max_rows: usize,
     queued: VecDeque<Block>,
+    /// What is left of the last decoded piece of a file, cut into blocks as they are asked for
+    /// (so only one block's line spans exist at a time, however many lines the piece holds).
+    uncut: Option<Uncut>,
     pub warnings: Vec<String>,
 }
 
@@ -113,6 +103,7 @@ impl ChunkReader {
             chunk_bytes: chunk_bytes.max(1),
             max_rows: max_rows.max(1),
             queued: VecDeque::new(),
+            uncut: None,
             warnings: Vec::new(),
         }
     }
@@ -127,6 +118,9 @@ impl ChunkReader {
     /// The next block of lines (at most `max_rows`), in file order.
     fn next_block(&mut self) -> Option<Block> {
         if let Some(block) = self.queued.pop_front() {
+            return Some(block);
+        }
+        if let Some(block) = self.next_uncut() {
             return Some(block);
         }
         loop {
@@ -154,19 +148,22 @@ impl ChunkReader {
                         Ok(text) => text,
                         Err(error) => String::from_utf8_lossy(error.as_bytes()).into_owned(),
                     };
-                    let lines = split_lines(&text);
-                    if lines.is_empty() {
+                    if text.is_empty() {
                         continue;
                     }
-                    let block = Block {
+                    // (as many lines as `split_lines` gives: one a newline, and a last one
+                    // without)
+                    let bytes = text.as_bytes();
+                    let lines = memchr::memchr_iter(b'\n', bytes).count()
+                        + usize::from(!bytes.ends_with(b"\n"));
+                    self.uncut = Some(Uncut {
                         file_id: spec.file_id,
-                        first_line: *next_line,
+                        next_line: *next_line,
                         text,
-                        lines,
-                    };
-                    *next_line += block.lines.len() as u32;
-                    self.queued.extend(block.cut(self.max_rows));
-                    return self.queued.pop_front();
+                        at: 0,
+                    });
+                    *next_line += lines as u32;
+                    return self.next_uncut();
                 }
                 None => {
                     if let Some(problem) = blocks.problem.take() {
@@ -176,6 +173,37 @@ impl ChunkReader {
                 }
             }
         }
+    }
+
+    /// The next block of at most `max_rows` lines of the piece being cut, if one is.
+    fn next_uncut(&mut self) -> Option<Block> {
+        let uncut = self.uncut.as_mut()?;
+        let rest = &uncut.text.as_bytes()[uncut.at..];
+        // (cut after a newline: the lines come out as `split_lines` gives them on the whole)
+        let end = memchr::memchr_iter(b'\n', rest)
+            .nth(self.max_rows - 1)
+            .map_or(rest.len(), |newline| newline + 1);
+        let (file_id, first_line) = (uncut.file_id, uncut.next_line);
+        let text = if uncut.at == 0 && end == rest.len() {
+            self.uncut.take()?.text
+        } else {
+            let text = uncut.text[uncut.at..uncut.at + end].to_string();
+            uncut.at += end;
+            if uncut.at == uncut.text.len() {
+                self.uncut = None;
+            }
+            text
+        };
+        let lines = split_lines(&text);
+        if let Some(uncut) = self.uncut.as_mut() {
+            uncut.next_line += lines.len() as u32;
+        }
+        Some(Block {
+            file_id,
+            first_line,
+            text,
+            lines,
+        })
     }
 
     /// The next chunk of raw lines; None when every file has been read.
@@ -376,34 +404,39 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_block_cut_by_rows_keeps_each_line_once_and_only_its_own_text() {
-        let text: String = (0..10).map(|i| format!("line {i}\r\n")).collect::<String>() + "\n";
-        let block = Block {
+    fn a_piece_is_cut_into_blocks_of_at_most_max_rows_lines_as_they_are_asked_for() {
+        let dir = std::env::temp_dir().join(format!("logcorr-cut-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        let path = dir.join("a.log");
+        let text: String = (0..10).map(|i| format!("line {i}\r\n")).collect::<String>() + "\nend";
+        std::fs::write(&path, &text).expect("write");
+        let spec = FileSpec {
             file_id: 3,
-            first_line: 5,
-            lines: split_lines(&text),
-            text,
+            path,
+            display: "a.log".into(),
         };
-        let pieces = block.cut(4);
+        let mut reader = ChunkReader::new(vec![spec], 1 << 20, 4);
+        let mut blocks = Vec::new();
+        while let Some(block) = reader.next_block() {
+            blocks.push(block);
+        }
         assert_eq!(
-            pieces.iter().map(|b| b.lines.len()).collect::<Vec<_>>(),
-            [4, 4, 3]
+            blocks.iter().map(|b| b.lines.len()).collect::<Vec<_>>(),
+            [4, 4, 4]
         );
         assert_eq!(
-            pieces.iter().map(|b| b.first_line).collect::<Vec<_>>(),
-            [5, 9, 13]
+            blocks.iter().map(|b| b.first_line).collect::<Vec<_>>(),
+            [1, 5, 9]
         );
-        let lines: Vec<&str> = pieces
+        let lines: Vec<&str> = blocks
             .iter()
             .flat_map(|b| b.lines.iter().map(|&(a, z)| &b.text[a..z]))
             .collect();
         let mut expected: Vec<String> = (0..10).map(|i| format!("line {i}")).collect();
-        expected.push(String::new());
+        expected.extend(["".to_string(), "end".to_string()]);
         assert_eq!(lines, expected);
-        // (each piece holds its own lines' bytes, not a copy of the whole block)
-        assert!(pieces
-            .iter()
-            .all(|b| b.text.len() <= 4 * "line 0\r\n".len()));
-        assert_eq!(pieces[2].text, "line 8\r\nline 9\r\n");
+        // (each block holds its own lines' bytes, not a copy of the whole piece)
+        assert_eq!(blocks[1].text, "line 4\r\nline 5\r\nline 6\r\nline 7\r\n");
+        assert_eq!(blocks[2].text, "line 8\r\nline 9\r\n\nend");
     }
 }
