@@ -40,3 +40,18 @@ def test_repeats_benchmark_prints_a_row_per_set(tmp_path: Path) -> None:
     assert [row[0].strip() for row in rows] == ["transfer", "torch", "nccl", "tracebacks"]
     assert all(int(row[2].strip().replace(",", "")) >= 3000 for row in rows), done.stdout
     assert all(float(row[5].strip().replace(",", "")) > 0 for row in rows), done.stdout
+
+
+def test_shapes_benchmark_measures_every_shape_within_its_bound(tmp_path: Path) -> None:
+    """`benchmarks/shapes.py --small` makes each hostile shape (tiny lines by the million, long
+    lines, many files, a mix) at a thousandth of its size and holds each run to its bound."""
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "shapes.py"), "--small", "--data",
+         str(tmp_path)],
+        capture_output=True, text=True, timeout=300, cwd=ROOT, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    rows = [line.split("|")[1:-1] for line in done.stdout.splitlines() if line.startswith("| ")]
+    shapes = {row[0].strip() for row in rows if row[0].strip() != "shape"}
+    assert shapes == {"empty", "one-byte", "files", "long", "long-gzip", "mix"}, done.stdout
+    empty = next(row for row in rows if row[0].strip() == "empty")
+    assert int(empty[3].strip().replace(",", "")) == 50_000, done.stdout
