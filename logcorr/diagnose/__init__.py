@@ -107,7 +107,8 @@ def _name_streams(ctx: Context, findings: list[Finding]) -> None:
             continue
         places = [(ids.get(c["file"]), c["line"]) for c in finding.evidence]
         streams = named.join(pl.DataFrame(places, schema={"file_id": pl.UInt32,
-                                                          "line": pl.UInt32}, orient="row"),
+                                                          "line": pl.UInt32}, orient="row"
+                                              ).unique(),
                              on=["file_id", "line"]).sort("order")["stream"].unique(
             maintain_order=True).to_list()
         if streams:

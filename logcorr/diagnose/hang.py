@@ -346,7 +346,7 @@ def _culprits_text(ctx: Context, culprits: list[int]) -> str:
 
 def _frame(ctx: Context, rows: list[dict[str, Any]]) -> pl.DataFrame:
     """Event rows held as dicts, as a frame (for folding a finding into another)."""
-    return ctx.events.join(_places(rows), on=["file_id", "line"])
+    return ctx.events.join(_places(rows).unique(), on=["file_id", "line"])
 
 
 def _progress(ctx: Context, procs: dict[int, int], rows: list[dict[str, Any]]

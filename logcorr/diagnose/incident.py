@@ -221,7 +221,8 @@ def _rows_of(ctx: Context, finding: Finding) -> pl.DataFrame:
         return finding.rows.select(*COLUMNS)
     places = pl.DataFrame([(ctx_file_id(ctx, c["file"]), c["line"]) for c in finding.evidence],
                           schema={"file_id": pl.UInt32, "line": pl.UInt32}, orient="row")
-    return ctx.events.join(places, on=["file_id", "line"]).select(*COLUMNS)
+    # (each place once: the parts of a glued line share it, and would multiply each other)
+    return ctx.events.join(places.unique(), on=["file_id", "line"]).select(*COLUMNS)
 
 
 def ctx_file_id(ctx: Context, name: str) -> int | None:

@@ -89,7 +89,7 @@ def init_findings(ctx: Context) -> list[Finding]:
         same = next((f for f in nccl if finding.processes
                      and _keys(finding.processes) <= _keys(f.processes)), None)
         if same is not None:
-            same.then("init-hang", ctx.events.join(rows_cited, on=["file_id", "line"]))
+            same.then("init-hang", ctx.events.join(rows_cited.unique(), on=["file_id", "line"]))
         else:
             findings.append(finding)
     return findings
