@@ -1,11 +1,12 @@
 """The mechanics of bounded-memory analysis: chunks of lines, a spill folder, sorted runs and
 their merge.
 
-A log set is processed a chunk (a few MB of lines) at a time and never held whole: parsed
-chunks are spilled to Arrow IPC files, attributed chunks are written as *runs* (each sorted by
-the timeline key, cut into small *pieces*), and the timeline is the k-way merge of the runs,
-read a piece at a time. Peak memory is one chunk's work plus one piece per run that is
-open at a time.
+A log set is processed a chunk (a few MB of lines) at a time and never held whole: the line
+core reads and parses each chunk (twice: a survey pass, then the attribution), attributed
+chunks are written as *runs* (each sorted by the timeline key, cut into small *pieces*, held in
+memory under a budget or spilled to Arrow IPC files), and the timeline is the k-way merge of
+the runs, read a piece at a time. Peak memory is the chunks in the core's workers plus one
+piece per run that is open at a time.
 
 The timeline key of a row is (`_sk`, file_id, line, part): `_sk` is the row's sort time in
 microseconds (rows without one sort last), the rest keeps each file's own order and breaks
@@ -32,11 +33,8 @@ import polars as pl
 from logcorr import cleanup
 from logcorr.errors import InputError
 
-# Lines attributed at once, whatever the set's size. Each chunk costs about 0.1 CPU-s of
-# queries besides its lines, so chunks are as large as the memory bound allows: peak memory is
-# the working set of two chunks attributed at once with their working columns, 0.6 GB on the
-# 2M-line benchmark set and 0.67 GB on a 4.9 GB set with 12 MB chunks (16 MB: 1.04 GB there
-# while the event rows were held in memory; 8 MB: 11% slower on the 2M set).
+# Bytes of lines in a chunk (and at most `ingest.MAX_ROWS` lines): each chunk costs Python a
+# few sorts and stores besides its lines, and each of the core's workers holds one or two.
 CHUNK_BYTES = 12 << 20
 MERGE_ROWS = 1 << 17  # rows the merge may buffer over all runs together
 BATCH_ROWS = 1 << 15  # rows the merge emits at most per batch
