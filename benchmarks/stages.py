@@ -3,10 +3,11 @@
     python benchmarks/stages.py SET [--formats parquet,jsonl]
 
 SET is a folder with `logs/` and `args.json` (as `run.py` makes them under DATA/sets/<size>/).
-The analysis runs once in this process with its thread pools made sequential, so that the
-process's CPU time (polars' own threads included) can be charged to one stage at a time; each
-stage is charged its own time only (a stage called inside another is not counted twice). The
-stages:
+The analysis runs once in this process and the process's CPU time (the core's workers and
+polars' threads included) is charged to the stage running at the time; each stage is charged
+its own time only (a stage called inside another is not counted twice). The core's workers go
+on attributing the next chunks while Python sorts and stores the last ones, so part of their
+time is charged to order and store. The stages:
 
 * survey     the core's first pass: files read and parsed, key rows and whole-set tables
 * resolve    the whole-set step: launch config, topology, key rows -> processes
@@ -180,6 +181,11 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{lines:,} lines, {sum(p.stat().st_size for p in floor.log_files(args.set)) / 1e6:,.0f}"
           f" MB, polars {pl.__version__}")
     print(render(charged, lines, floor_cpu))
+    size = sum(p.stat().st_size for p in floor.log_files(args.set))
+    for stage in ("survey", "attribute"):
+        if charged[stage]:
+            print(f"{stage}: the core's scan at {size / 1e6 / charged[stage]:,.0f} MB/s per core "
+                  "(every byte read and parsed)")
     return 0
 
 
