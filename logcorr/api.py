@@ -500,9 +500,15 @@ class _Kept:
         timed = frame.filter(pl.col("_sk").is_not_null()).sort(SORT_COLUMNS)
         ends = pl.concat([timed.head(self.keep), timed.tail(self.keep)]) \
             if timed.height > 2 * self.keep else timed
+        waiting = frame.filter(pl.col("_sk").is_null())
+        if waiting.height > 2 * self.keep:
+            # (a waiting file's rows will all take one key: only its first and last `keep`
+            # rows can be among the timeline's ends)
+            waiting = waiting.sort(SORT_COLUMNS[1:])
+            at, rows = pl.int_range(pl.len()).over("file_id"), pl.len().over("file_id")
+            waiting = waiting.filter((at < self.keep) | (at >= rows - self.keep))
         self.frame = compact(pl.concat([ends.unique(["file_id", "line", "part"],
-                                                    maintain_order=True),
-                                        frame.filter(pl.col("_sk").is_null())]))
+                                                    maintain_order=True), waiting]))
 
     def rows(self) -> pl.DataFrame:
         return self.frame.sort(SORT_COLUMNS) if self.frame.height else \

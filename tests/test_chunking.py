@@ -277,3 +277,28 @@ def test_the_diagnosis_event_rows_spill_with_the_chunks(monkeypatch: pytest.Monk
     events = [in_memory for stem, in_memory in written if stem == "events"]
     assert len(events) > 1 and not any(events)
     assert held.findings and document(spilled) == document(held)
+
+
+def test_the_lean_view_keeps_the_ends_of_files_that_wait_for_their_first_time(
+        tmp_path: Path) -> None:
+    """The default view keeps only the timeline's first and last rows: of a file with no time
+    yet it keeps its first and last rows alone (they all take one place), and still shows the
+    same head and tail as the whole timeline, whether the file's time comes late or never."""
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    # NCCL debug output (no time at all), and a file whose time comes after 400 lines
+    (logs / "nccl-debug.log").write_text("".join(
+        f"h0:10:11 [0] NCCL INFO AllReduce: opCount {n:x} sendbuff 0x1 count 8\n"
+        for n in range(900)))
+    (logs / "late.log").write_text("".join(f"  warming up {n}\n" for n in range(400))
+                                   + "[2026-11-29 10:00:05 TP0] Load weight begin.\n"
+                                   + "[2026-11-29 10:00:06 TP0] Load weight end.\n")
+    (logs / "tp1.log").write_text("".join(
+        f"[2026-11-29 10:00:{s:02d} TP1] Decode batch. #running-req: 1\n" for s in range(60)))
+    full = analyze([logs], threads=1)
+    for chunk in (None, 300):
+        lean = analyze([logs], keep=25, chunk_bytes=chunk, threads=1)
+        assert lean.kept is not None and lean.kept.height < full.tally.lines
+        assert lean.head(25).equals(full.head(25))
+        assert lean.tail(25).equals(full.tail(25))
+        assert document(lean) == document(full)
