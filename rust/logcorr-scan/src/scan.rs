@@ -151,8 +151,8 @@ impl ChunkReader {
                     if text.is_empty() {
                         continue;
                     }
-                    // (as many lines as `split_lines` gives: one a newline, and a last one
-                    // without)
+                    // (as many lines as `split_lines` gives: one per newline, and a last one
+                    // when the text does not end with one)
                     let bytes = text.as_bytes();
                     let lines = memchr::memchr_iter(b'\n', bytes).count()
                         + usize::from(!bytes.ends_with(b"\n"));
