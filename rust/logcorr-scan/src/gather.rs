@@ -295,7 +295,10 @@ pub struct Gather {
     pub tally: Tally,
     /// The event rows gathered since they were last taken.
     pub events: Vec<Event>,
-    waiting: HashMap<u32, (Vec<Counted>, Vec<Event>)>,
+    /// Per file waiting for its first time: its lines' counts so far (as if their sort key were
+    /// 0: they will all take one key, so their order among themselves is their place in the
+    /// file) and their event rows.
+    waiting: HashMap<u32, (Tally, Vec<Event>)>,
 }
 
 impl Gather {
@@ -320,7 +323,7 @@ impl Gather {
             }
             None => {
                 let waiting = self.waiting.entry(counted.file_id).or_default();
-                waiting.0.push(counted);
+                waiting.0.add(&counted, 0);
                 waiting.1.extend(event);
             }
         }
@@ -328,11 +331,15 @@ impl Gather {
 
     /// A file's waiting lines take `key` (None: they sort last).
     pub fn settle(&mut self, file_id: u32, key: Option<i64>) {
-        if let Some((counted, events)) = self.waiting.remove(&file_id) {
+        if let Some((mut counted, events)) = self.waiting.remove(&file_id) {
             let sk = key.unwrap_or(NO_TIME);
-            for row in &counted {
-                self.tally.add(row, sk);
+            for person in counted.people.values_mut() {
+                person.first.0 = sk;
             }
+            for last in counted.last.values_mut() {
+                last.at.0 = sk;
+            }
+            self.tally.merge(counted);
             for mut event in events {
                 event.sk = sk;
                 self.events.push(event);
@@ -413,6 +420,75 @@ mod tests {
         for line in lines {
             let plain = patterns.iter().any(|p| line.contains(p.as_str()));
             assert_eq!(literals.is_match(line), plain, "{line:?}");
+        }
+    }
+
+    fn row(line: u32, proc: Option<u32>, ts_full: Option<i64>) -> Counted {
+        let mut coordinates = [None; 13];
+        coordinates[0] = proc.map(|p| p as i32);
+        Counted {
+            file_id: 2,
+            line,
+            part: 0,
+            proc,
+            key: 1,
+            pid: Some(40),
+            coordinates,
+            ts_full,
+            evidence: Some(1),
+            why: proc.is_none().then_some("no process"),
+            note: None,
+            capped: false,
+            progress: ts_full.is_some(),
+        }
+    }
+
+    fn tally_text(t: &Tally) -> String {
+        let mut people: Vec<_> = t
+            .people
+            .iter()
+            .map(|(k, p)| (*k, p.lines, p.first))
+            .collect();
+        people.sort();
+        let mut last: Vec<_> = t.last.iter().map(|(k, l)| (*k, l.ts_full, l.at)).collect();
+        last.sort();
+        let mut procs: Vec<_> = t.file_procs.iter().map(|(k, v)| (*k, *v)).collect();
+        procs.sort();
+        let mut progress: Vec<_> = t.progress.iter().map(|(k, v)| (*k, *v)).collect();
+        progress.sort();
+        format!(
+            "{} {:?} {:?} {people:?} {last:?} {procs:?} {progress:?}",
+            t.lines, t.evidence, t.why
+        )
+    }
+
+    #[test]
+    fn lines_that_wait_for_their_files_first_time_count_as_if_they_had_its_key() {
+        let selection = Selection::new(&["Killed".to_string()], "child died", r"\[F\d{4}", &[], 60)
+            .expect("selection");
+        let rows = [
+            row(1, Some(3), None),
+            row(2, None, None),
+            row(3, Some(3), Some(7)),
+            row(4, Some(5), Some(9)),
+            row(5, Some(3), None),
+        ];
+        // (a process's earlier line, from another file, already counted with a later key)
+        let mut earlier = row(9, Some(3), Some(2));
+        earlier.file_id = 1;
+        for key in [Some(1_000), None] {
+            let mut waited = Gather::new(selection.clone());
+            waited.add(earlier.clone(), None, Some(5_000));
+            for r in &rows {
+                waited.add(r.clone(), None, None);
+            }
+            waited.settle(2, key);
+            let mut direct = Gather::new(selection.clone());
+            direct.add(earlier.clone(), None, Some(5_000));
+            for r in &rows {
+                direct.add(r.clone(), None, Some(key.unwrap_or(NO_TIME)));
+            }
+            assert_eq!(tally_text(&waited.tally), tally_text(&direct.tally));
         }
     }
 }
