@@ -247,6 +247,18 @@ class TestNcclInitPhases:
         assert "never logged" not in init.summary
         assert "look here next" in init.summary
 
+    def test_a_rank_past_the_communicator_s_size_places_no_absent_member(
+            self, tmp_path: Path) -> None:
+        """A damaged line gives rank 7 of node 0 as comm rank 99 of 16: no group instance has
+        such a member, so the absent ranks are not placed (was an IndexError)."""
+        logs = tmp_path / "logs"
+        lines = [line for r in range(8) for line in nccl_init(0, r, 4)]
+        lines = [line.replace(" rank 7 nranks 16", " rank 99 nranks 16") for line in lines]
+        write(logs, "node0.log", lines)
+        found = analyze([logs], config=config(tmp_path, {"tp_size": 16, "nnodes": 2})).findings
+        init = next(f for f in found if f.kind == "init-hang")
+        assert 7 not in ranks(init.processes)
+
 
 # --------------------------------------------------------------------------- wrapped
 

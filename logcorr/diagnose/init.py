@@ -329,9 +329,11 @@ def _absent_members(ctx: Context, started: pl.DataFrame, nranks: int | None,
     for name in topology.groups:
         lists = {topology.group_instance(name, p % world) for p, _ in rows}
         one = next(iter(lists))
-        if len(lists) == 1 and len(one) == nranks and all(one[r] == p % world for p, r in rows):
+        # (a logged rank outside the group, as a damaged line may give, fits no instance)
+        if len(lists) == 1 and len(one) == nranks and all(
+                0 <= r < nranks and one[r] == p % world for p, r in rows):
             fits.add(one)
     if len(fits) != 1 or len(replicas) != 1:
         return []
     found, replica = fits.pop(), replicas.pop()
-    return [replica * world + found[r] for r in absent]
+    return [replica * world + found[r] for r in absent if 0 <= r < nranks]
