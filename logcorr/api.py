@@ -505,8 +505,8 @@ class _Kept:
             # (a waiting file's rows will all take one key: only its first and last `keep`
             # rows can be among the timeline's ends)
             waiting = waiting.sort(SORT_COLUMNS[1:])
-            at, rows = pl.int_range(pl.len()).over("file_id"), pl.len().over("file_id")
-            waiting = waiting.filter((at < self.keep) | (at >= rows - self.keep))
+            at, size = pl.int_range(pl.len()).over("file_id"), pl.len().over("file_id")
+            waiting = waiting.filter((at < self.keep) | (at >= size - self.keep))
         self.frame = compact(pl.concat([ends.unique(["file_id", "line", "part"],
                                                     maintain_order=True), waiting]))
 

@@ -43,7 +43,6 @@ import polars as pl
 from logcorr import __version__, _core
 from logcorr.api import (
     DETAIL_COLUMNS,
-    MAX_ROWS,
     Analysis,
     Tally,
     _attribute_pass,
@@ -51,7 +50,7 @@ from logcorr.api import (
     _rows_again,
 )
 from logcorr.errors import InputError
-from logcorr.ingest import Source
+from logcorr.ingest import MAX_ROWS, Source
 from logcorr.model import TIMELINE_SCHEMA
 from logcorr.output import ROW_GROUP
 from logcorr.stream import (
