@@ -278,8 +278,15 @@ def write_partition(rows: pl.DataFrame, folder: str, index: int) -> str:
     that a task Ray runs again, or one cut short, never leaves half a file under the name)."""
     path = os.path.join(folder, partition_name(index))
     temp = os.path.join(folder, f".{partition_name(index)}.{os.getpid()}.partial")
+    _write_through(temp, path, lambda to: rows.write_parquet(to, row_group_size=ROW_GROUP))
+    return path
+
+
+def _write_through(temp: str, path: str, write: Callable[[str], object]) -> None:
+    """`write` to `temp`, then renamed to `path` (a task cut short or run again never leaves
+    half a file under the name); a failure is one error line naming the file and host."""
     try:
-        rows.write_parquet(temp, row_group_size=ROW_GROUP)
+        write(temp)
         os.replace(temp, path)
     except OSError as error:
         raise InputError(f"cannot write {path} on {socket.gethostname()}: "
@@ -288,7 +295,6 @@ def write_partition(rows: pl.DataFrame, folder: str, index: int) -> str:
     finally:
         if os.path.exists(temp):
             os.unlink(temp)
-    return path
 
 
 EXCHANGE = ".exchange"  # the output folder's subfolder of the groups' slices of each range
@@ -303,17 +309,8 @@ def write_fragment(folder: str, group: int, index: int, rows: pl.DataFrame) -> N
     (through a temporary name: a task run again writes the same bytes again)."""
     os.makedirs(os.path.join(folder, EXCHANGE), exist_ok=True)
     path = _fragment_path(folder, group, index)
-    temp = f"{path}.{os.getpid()}.partial"
-    try:
-        rows.write_ipc(temp, compression="lz4")
-        os.replace(temp, path)
-    except OSError as error:
-        raise InputError(f"cannot write {path} on {socket.gethostname()}: "
-                         f"{error.strerror or error} (the output folder must be shared "
-                         "storage every worker can write)") from None
-    finally:
-        if os.path.exists(temp):
-            os.unlink(temp)
+    _write_through(f"{path}.{os.getpid()}.partial", path,
+                   lambda to: rows.write_ipc(to, compression="lz4"))
 
 
 def read_fragments(folder: str, index: int, groups: Sequence[int]) -> list[pl.DataFrame]:

@@ -11,8 +11,8 @@ use std::path::PathBuf;
 use std::sync::Mutex;
 
 use logcorr_scan::model::NOWHERE;
-use logcorr_scan::parse::{parse_chunk, said_of, Line};
-use logcorr_scan::scan::{ChunkReader, FileSpec, Scanner as Inner};
+use logcorr_scan::parse::{parse_chunk, Line};
+use logcorr_scan::scan::{context, ChunkReader, FileSpec, Scanner as Inner};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
@@ -144,16 +144,7 @@ fn parse_lines(
                 at: NOWHERE,
             })
             .collect();
-        let context: Vec<Line<'_>> = before
-            .iter()
-            .map(|(file_id, line, text)| Line {
-                file_id: *file_id,
-                line: *line,
-                text,
-                at: NOWHERE,
-            })
-            .collect();
-        let (mut columns, _) = parse_chunk(&rows, &said_of(&context));
+        let (mut columns, _) = parse_chunk(&rows, &context(&before));
         parsed_batch(&mut columns)
     });
     ArrowBatch::new(batch)
