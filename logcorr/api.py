@@ -82,7 +82,8 @@ STAGES = ("reading", "parsing", "attributing", "diagnosing", "done")
 KEEP_ROWS = 1000  # rows each run keeps in memory for the terminal's head and tail
 PENDING_ROWS = 1_000_000  # a file's untimed opening rows held back waiting for its first time
 EVENT_ROWS = 200_000  # event rows read before their repeats are cut again
-THIN_CHUNK_ROWS = 4096  # a chunk's event rows whose repeats are cut before they are stored
+THIN_CHUNK_ROWS = 4096  # a chunk's event rows whose repeats are cut as they come
+KEPT_ROWS = 1 << 16  # rows the lean view gathers before cutting them to the timeline's ends
 
 
 @dataclass
@@ -96,9 +97,8 @@ class Tally:
     file_procs: list[pl.DataFrame] = field(default_factory=list)  # file_id, proc, len, line
     people: list[pl.DataFrame] = field(default_factory=list)
     last: list[pl.DataFrame] = field(default_factory=list)
-    # the diagnosis's event rows of each chunk, stored like the chunks (they grow with the
-    # set: kept in memory through the attribution pass, they raised its peak)
-    events: list[Piece] = field(default_factory=list)
+    # the diagnosis's event rows, their repeats cut as they come (`EventRows`)
+    events: pl.DataFrame | None = None
     progress: list[pl.DataFrame] = field(default_factory=list)  # proc, ts_full of batch lines
     # lines whose stamp gave no time, by reason; lines cut short at `parts.MAX_PARTS` parts
     notes: dict[str, int] = field(default_factory=dict)
@@ -277,7 +277,8 @@ def analyze(
                             workspace, warnings, host_nodes=whole.attribution.host_nodes,
                             skipped=skipped, kept=kept, logs=logs)
         report("diagnosing", 0, 1)
-        diagnosed(analysis, whole, _read_events(tally.events, workspace))
+        events, tally.events = tally.events, None
+        diagnosed(analysis, whole, events if events is not None else pl.DataFrame())
     except BaseException:
         workspace.close()
         raise
@@ -438,7 +439,7 @@ def _attribute_pass(logs: Any, total: int, warnings: list[str], workspace: Works
     have no time yet wait (stored like the chunks) for its first time. With `keep` (the lean
     view) no run is written: only the timeline's first and last `keep` rows are kept."""
     runs: list[Run] = []
-    events: list[Piece] = []
+    events = EventRows()
     waiting: dict[int, _Pending] = {}
     kept = None if keep is None else _Kept(keep)
     done = 0
@@ -464,14 +465,14 @@ def _attribute_pass(logs: Any, total: int, warnings: list[str], workspace: Works
                 if file_id in waiting:
                     waiting.pop(file_id).write(key, write)
             write(frame)
-        events.append(_store_events(workspace, pl.DataFrame(logs.take_events())))
+        events.add_chunk(pl.DataFrame(logs.take_events()))
         done += read
         report("attributing", min(done, max(1, total)), max(1, total))
     if waiting:
         raise AssertionError("the core settles every waiting file")  # a bug, not the input's
     warnings += logs.take_warnings()
     tally = Tally.of(logs.tally())
-    tally.events = events
+    tally.events = events.rows()
     return [r for r in runs if r.rows], tally, None if kept is None else kept.rows()
 
 
@@ -483,20 +484,37 @@ _STORED = [*(c for c in TIMELINE_SCHEMA if c != "order"), *DETAIL_COLUMNS, "msg"
 
 class _Kept:
     """The timeline's first and last `keep` rows so far (the lean view), and the rows of
-    files that still wait for their first time (their place is not known yet)."""
+    files that still wait for their first time (their place is not known yet).
+
+    The core hands over few rows a chunk (each file's first and last `keep`), in buffers of
+    their own: they are gathered as they come and cut down to the ends only when more than
+    KEPT_ROWS wait, and at the end."""
 
     def __init__(self, keep: int) -> None:
         self.keep = keep
-        self.frame = pl.DataFrame()
+        self.frames: list[pl.DataFrame] = []
+        self.held = 0
+        self.settled: dict[int, int] = {}  # file -> the key its waiting rows take
 
     def add(self, rows: pl.DataFrame, settled: list[tuple[int, int | None]]) -> None:
-        frame = pl.concat([self.frame, rows], how="vertical_relaxed") if self.frame.height \
-            else rows
+        if rows.height or not self.frames:
+            self.frames.append(rows)
+            self.held += rows.height
         for file_id, key in settled:
-            frame = frame.with_columns(
-                pl.when((pl.col("file_id") == file_id) & pl.col("_sk").is_null())
-                .then(pl.lit(NO_TIME if key is None else key, pl.Int64))
-                .otherwise(pl.col("_sk")).alias("_sk"))
+            self.settled[file_id] = NO_TIME if key is None else key
+        # (settled rows take their key at once: a file's later rows may wait again)
+        if self.settled or self.held > max(KEPT_ROWS, 8 * self.keep):
+            self._cut()
+
+    def _cut(self) -> None:
+        frame = pl.concat(self.frames, how="vertical_relaxed") if len(self.frames) > 1 \
+            else self.frames[0]
+        if self.settled:
+            files = pl.DataFrame({"file_id": list(self.settled), "_key": list(self.settled.values())},
+                                 schema={"file_id": frame.schema["file_id"], "_key": pl.Int64})
+            frame = (frame.join(files, on="file_id", how="left", maintain_order="left")
+                     .with_columns(pl.col("_sk").fill_null(pl.col("_key"))).drop("_key"))
+            self.settled = {}
         timed = frame.filter(pl.col("_sk").is_not_null()).sort(SORT_COLUMNS)
         ends = pl.concat([timed.head(self.keep), timed.tail(self.keep)]) \
             if timed.height > 2 * self.keep else timed
@@ -507,11 +525,15 @@ class _Kept:
             waiting = waiting.sort(SORT_COLUMNS[1:])
             at, size = pl.int_range(pl.len()).over("file_id"), pl.len().over("file_id")
             waiting = waiting.filter((at < self.keep) | (at >= size - self.keep))
-        self.frame = compact(pl.concat([ends.unique(["file_id", "line", "part"],
-                                                    maintain_order=True), waiting]))
+        self.frames = [compact(pl.concat([ends.unique(["file_id", "line", "part"],
+                                                      maintain_order=True), waiting]))]
+        self.held = self.frames[0].height
 
     def rows(self) -> pl.DataFrame:
-        return self.frame.sort(SORT_COLUMNS) if self.frame.height else \
+        if self.frames:
+            self._cut()
+        frame = self.frames[0] if self.frames else pl.DataFrame()
+        return frame.sort(SORT_COLUMNS) if frame.height else \
             pl.DataFrame(schema={**TIMELINE_SCHEMA, "_sk": pl.Int64}).drop("order")
 
 
@@ -537,14 +559,6 @@ def _rows_again(logs: Any, files: list[int]) -> pl.LazyFrame:
     if not frames:
         return _lazy_rows([])
     return pl.concat(frames).lazy()
-
-
-def _store_events(workspace: Workspace, events: pl.DataFrame) -> Piece:
-    """A chunk's event rows, stored like the chunks (their repeats cut first when most of
-    the chunk repeats itself)."""
-    if events.height > THIN_CHUNK_ROWS:
-        events = thin_events(events)
-    return workspace.write(compact(events), "events")
 
 
 class _Pending:
@@ -585,20 +599,32 @@ def _size(source: Source) -> int:
         return 0
 
 
-def _read_events(pieces: list[Piece], workspace: Workspace) -> pl.DataFrame:
-    """The stored event rows one under the other, let go as they are read, their repeats cut
-    (`thin_events`) whenever more than EVENT_ROWS, and twice as many as the last cut kept,
-    are held: as many rows as say different things, whatever the size of the set."""
-    frames: list[pl.DataFrame] = []
-    rows, kept = 0, 0
-    for piece in pieces:
-        frames.append(piece.read())
-        workspace.release(piece)
-        rows += frames[-1].height
-        if rows > max(EVENT_ROWS, 2 * kept):
-            frames = [thin_events(_stack(frames))]
-            rows = kept = frames[0].height
-    return thin_events(_stack(frames)) if frames else _stack(frames)
+class EventRows:
+    """The diagnosis's event rows as the chunks give them, their repeats cut (`thin_events`):
+    a chunk's when it has more than THIN_CHUNK_ROWS, and all held whenever more than
+    EVENT_ROWS, and twice as many as the last cut kept, are held. So as many rows are held as
+    say different things, whatever the size of the set, and none is stored."""
+
+    def __init__(self) -> None:
+        self.frames: list[pl.DataFrame] = []
+        self.held = 0
+        self.kept = 0
+
+    def add_chunk(self, events: pl.DataFrame) -> None:
+        self.add(thin_events(events) if events.height > THIN_CHUNK_ROWS else events)
+
+    def add(self, events: pl.DataFrame) -> None:
+        if events.height == 0 and self.frames:
+            return
+        self.frames.append(events)
+        self.held += events.height
+        if self.held > max(EVENT_ROWS, 2 * self.kept):
+            # (a copy: a cut frame would keep the buffers of the rows it left out)
+            self.frames = [compact(thin_events(_stack(self.frames)))]
+            self.held = self.kept = self.frames[0].height
+
+    def rows(self) -> pl.DataFrame:
+        return thin_events(_stack(self.frames)) if self.frames else _stack(self.frames)
 
 
 def _stack(frames: list[pl.DataFrame]) -> pl.DataFrame:

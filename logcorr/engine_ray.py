@@ -43,10 +43,10 @@ from typing import Any
 
 from logcorr import __version__, cleanup, parts
 from logcorr.api import (
+    EventRows,
     Progress,
     RayOptions,
     WholeSet,
-    _read_events,
     attribution_arguments,
     diagnosed,
     survey_frames,
@@ -107,9 +107,11 @@ def analyze_on_ray(paths: Sequence[str | Path], given: tuple[Topology, str] | No
         analysis = _analysis(results, written, whole, sources, warnings, skipped, shared,
                              detail, output)
         report("diagnosing", 0, 1)
-        workspace = analysis.workspace or Workspace()
-        pieces = [workspace.write(r.events, "events") for r in results if r.events.height]
-        diagnosed(analysis, whole, _read_events(pieces, workspace))
+        events = EventRows()
+        for result in results:
+            if result.events.height:
+                events.add(result.events)
+        diagnosed(analysis, whole, events.rows())
         analysis.partitions = output.finish(analysis, written)
     except BaseException:
         if job is not None:

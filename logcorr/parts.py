@@ -46,7 +46,6 @@ from logcorr.api import (
     Analysis,
     Tally,
     _attribute_pass,
-    _read_events,
     _rows_again,
 )
 from logcorr.errors import InputError
@@ -187,8 +186,8 @@ def attribute_part(files: list[File], tables: Tables,
         logs = _Forgetting(part) if forget else part
         runs, tally, _ = _attribute_pass(logs, total, [], workspace, piece_rows(len(files)),
                                          lambda stage, done, of: None)
-        events = _read_events(tally.events, workspace)
-        tally.events = []
+        events = tally.events if tally.events is not None else pl.DataFrame()
+        tally.events = None
         for index, rows in ranges(merge(runs, FRAGMENT_COLUMNS), tables.bounds):
             counts[index] = rows.height
             write(index, rows)
