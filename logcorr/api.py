@@ -83,6 +83,7 @@ KEEP_ROWS = 1000  # rows each run keeps in memory for the terminal's head and ta
 PENDING_ROWS = 1_000_000  # a file's untimed opening rows held back waiting for its first time
 EVENT_ROWS = 200_000  # event rows read before their repeats are cut again
 THIN_CHUNK_ROWS = 4096  # a chunk's event rows whose repeats are cut as they come
+EVENT_BYTES = 64 << 20  # event rows held through pass 2 before the rest are stored
 KEPT_ROWS = 1 << 16  # rows the lean view gathers before cutting them to the timeline's ends
 
 
@@ -439,7 +440,7 @@ def _attribute_pass(logs: Any, total: int, warnings: list[str], workspace: Works
     have no time yet wait (stored like the chunks) for its first time. With `keep` (the lean
     view) no run is written: only the timeline's first and last `keep` rows are kept."""
     runs: list[Run] = []
-    events = EventRows()
+    events = EventRows(workspace)
     waiting: dict[int, _Pending] = {}
     kept = None if keep is None else _Kept(keep)
     done = 0
@@ -603,27 +604,43 @@ class EventRows:
     """The diagnosis's event rows as the chunks give them, their repeats cut (`thin_events`):
     a chunk's when it has more than THIN_CHUNK_ROWS, and all held whenever more than
     EVENT_ROWS, and twice as many as the last cut kept, are held. So as many rows are held as
-    say different things, whatever the size of the set, and none is stored."""
+    say different things, whatever the size of the set. Past EVENT_BYTES held (a set of
+    many different event lines), the chunks' rows are stored in `workspace` like the chunks
+    and read back at the end, in the same order, so the cuts are the same."""
 
-    def __init__(self) -> None:
+    def __init__(self, workspace: Workspace | None = None) -> None:
+        self.workspace = workspace
         self.frames: list[pl.DataFrame] = []
-        self.held = 0
+        self.held = 0  # rows
+        self.bytes = 0
         self.kept = 0
+        self.stored: list[Piece] = []
 
     def add_chunk(self, events: pl.DataFrame) -> None:
-        self.add(thin_events(events) if events.height > THIN_CHUNK_ROWS else events)
+        events = thin_events(events) if events.height > THIN_CHUNK_ROWS else events
+        if self.workspace is not None and (self.stored or self.bytes > EVENT_BYTES):
+            self.stored.append(self.workspace.write(compact(events), "events"))
+        else:
+            self.add(events)
 
     def add(self, events: pl.DataFrame) -> None:
         if events.height == 0 and self.frames:
             return
         self.frames.append(events)
         self.held += events.height
+        self.bytes += int(events.estimated_size())
         if self.held > max(EVENT_ROWS, 2 * self.kept):
             # (a copy: a cut frame would keep the buffers of the rows it left out)
             self.frames = [compact(thin_events(_stack(self.frames)))]
             self.held = self.kept = self.frames[0].height
+            self.bytes = int(self.frames[0].estimated_size())
 
     def rows(self) -> pl.DataFrame:
+        for piece in self.stored:
+            self.add(piece.read())
+            if self.workspace is not None:
+                self.workspace.release(piece)
+        self.stored = []
         return thin_events(_stack(self.frames)) if self.frames else _stack(self.frames)
 
 

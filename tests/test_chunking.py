@@ -5,13 +5,12 @@ findings as one chunk."""
 from __future__ import annotations
 
 import json
-from datetime import datetime
 from pathlib import Path
 
 import polars as pl
 import pytest
 
-from logcorr import stream
+from logcorr import api, stream
 from logcorr.api import Analysis, analyze
 
 ROOT = Path(__file__).resolve().parent.parent / "fixtures" / "analyze"
@@ -259,8 +258,9 @@ def test_sorted_by_key_sorts_only_what_is_out_of_order() -> None:
 
 def test_the_diagnosis_event_rows_spill_with_the_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
     """What the attribution pass keeps of each chunk for the diagnosis (its event rows: NCCL
-    communicator lines, torch watchdog lines, stems) grows with the set: with everything
-    spilled it goes to disk with the chunks, not into memory, and the findings stay the same."""
+    communicator lines, torch watchdog lines, stems) grows with the set: up to EVENT_BYTES it
+    is held (a small set writes none), past it the rest goes to disk with the chunks, not
+    into memory, and the findings stay the same."""
     written: list[tuple[str, bool]] = []
     write = stream.Workspace.write
 
@@ -270,13 +270,16 @@ def test_the_diagnosis_event_rows_spill_with_the_chunks(monkeypatch: pytest.Monk
         return piece
 
     path = ROOT / "tp16-dpattn8-ep-hang-per-node"
-    held = analyze([path / "logs"], config=path / "args.json")
     monkeypatch.setattr(stream.Workspace, "write", spy)
+    held = analyze([path / "logs"], config=path / "args.json", chunk_bytes=2000,
+                   memory_budget=0)
+    assert held.findings and not [stem for stem, _ in written if stem == "events"]
+    monkeypatch.setattr(api, "EVENT_BYTES", 1000)
     spilled = analyze([path / "logs"], config=path / "args.json", chunk_bytes=2000,
                       memory_budget=0)
     events = [in_memory for stem, in_memory in written if stem == "events"]
     assert len(events) > 1 and not any(events)
-    assert held.findings and document(spilled) == document(held)
+    assert document(spilled) == document(held)
 
 
 def test_the_lean_view_keeps_the_ends_of_files_that_wait_for_their_first_time(

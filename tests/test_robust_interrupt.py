@@ -241,7 +241,7 @@ def test_a_signal_ends_the_run_inside_a_polars_call(tmp_path: Path, signum: int)
     out.mkdir()
     script = (
         "import sys, polars as pl, logcorr.api\n"
-        f"logcorr.api._read_events = lambda pieces, workspace: pl.read_ipc({str(fifo)!r})\n"
+        f"logcorr.api.diagnosed = lambda *args: pl.read_ipc({str(fifo)!r})\n"
         "from logcorr.launch import main\n"
         "main()\n")
     process = subprocess.Popen(
