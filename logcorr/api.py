@@ -84,6 +84,7 @@ PENDING_ROWS = 1_000_000  # a file's untimed opening rows held back waiting for 
 EVENT_ROWS = 200_000  # event rows read before their repeats are cut again
 THIN_CHUNK_ROWS = 4096  # a chunk's event rows whose repeats are cut as they come
 EVENT_BYTES = 64 << 20  # event rows held through pass 2 before the rest are stored
+LOOSE_BYTES = 4 << 20  # event rows held as the core gave them before they are copied
 KEPT_ROWS = 1 << 16  # rows the lean view gathers before cutting them to the timeline's ends
 
 
@@ -614,6 +615,8 @@ class EventRows:
         self.held = 0  # rows
         self.bytes = 0
         self.kept = 0
+        self.loose = 0  # frames at the end of `frames` as the core gave them, and their bytes
+        self.loose_bytes = 0
         self.stored: list[Piece] = []
 
     def add_chunk(self, events: pl.DataFrame) -> None:
@@ -628,12 +631,21 @@ class EventRows:
             return
         self.frames.append(events)
         self.held += events.height
-        self.bytes += int(events.estimated_size())
+        size = int(events.estimated_size())
+        self.bytes += size
+        self.loose += 1
+        self.loose_bytes += size
+        if self.loose_bytes > LOOSE_BYTES:
+            # (the core's frames cost more than their rows: the chunks' since the last copy
+            # are copied together)
+            self.frames[-self.loose:] = [compact(_stack(self.frames[-self.loose:]))]
+            self.loose = self.loose_bytes = 0
         if self.held > max(EVENT_ROWS, 2 * self.kept):
             # (a copy: a cut frame would keep the buffers of the rows it left out)
             self.frames = [compact(thin_events(_stack(self.frames)))]
             self.held = self.kept = self.frames[0].height
             self.bytes = int(self.frames[0].estimated_size())
+            self.loose = self.loose_bytes = 0
 
     def rows(self) -> pl.DataFrame:
         for piece in self.stored:
