@@ -620,7 +620,8 @@ class EventRows:
         self.stored: list[Piece] = []
 
     def add_chunk(self, events: pl.DataFrame) -> None:
-        events = thin_events(events) if events.height > THIN_CHUNK_ROWS else events
+        if events.height > THIN_CHUNK_ROWS:  # (a copy: the cut rows keep the chunk's buffers)
+            events = compact(thin_events(events))
         if self.workspace is not None and (self.stored or self.bytes > EVENT_BYTES):
             self.stored.append(self.workspace.write(compact(events), "events"))
         else:
