@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 
 import polars as pl
 
-from logcorr import _core
+from logcorr import _core, heap
 from logcorr.config import (
     LaunchConfig,
     config_from_fields,
@@ -58,13 +58,11 @@ from logcorr.stream import (
     Run,
     Workspace,
     compact,
-    head,
     memory_budget_for,
     merge,
     numbered,
     piece_rows,
     sorted_by_key,
-    tail,
     write_run,
 )
 from logcorr.topology import PREFIX_TOKENS, Topology, build_topology, sizes_of
@@ -79,7 +77,7 @@ _CHUNK_COLUMNS = (*DETAIL_COLUMNS, "msg", "ts_full", "torch_rank", "pg_desc", "p
                   "comm_nranks", "nccl_phase", "starts_record",
                   "ts_note", "capped")  # (counted: see Tally.notes)
 STAGES = ("reading", "parsing", "attributing", "diagnosing", "done")
-KEEP_ROWS = 1000  # rows each run keeps in memory for the terminal's head and tail
+KEEP_ROWS = 1000  # rows of the timeline's head and tail kept for the terminal
 PENDING_ROWS = 1_000_000  # a file's untimed opening rows held back waiting for its first time
 EVENT_ROWS = 200_000  # event rows read before their repeats are cut again
 THIN_CHUNK_ROWS = 4096  # a chunk's event rows whose repeats are cut as they come
@@ -141,6 +139,8 @@ class Analysis:
     # (`kept`) and the files to read again (`logs`) when more is asked for
     kept: pl.DataFrame | None = None
     logs: Any = None
+    # with runs: the timeline's first and last KEEP_ROWS rows (`head`, `tail` need no merge)
+    ends: pl.DataFrame | None = None
 
     def batches(self, columns: Sequence[str] | None = None) -> Iterator[pl.DataFrame]:
         """The timeline in order, a batch at a time, with `order`; `columns` selects (default:
@@ -165,7 +165,7 @@ class Analysis:
 
     def head(self, count: int) -> pl.DataFrame:
         """The first `count` rows of the timeline (contract columns), without a merge."""
-        rows = self.kept.head(count) if self.kept is not None else head(self.runs, count)
+        rows = self._ends().head(count)
         if rows.height == 0:
             return _empty_timeline()
         return rows.with_columns(pl.int_range(rows.height, dtype=pl.UInt64).alias("order")
@@ -173,12 +173,16 @@ class Analysis:
 
     def tail(self, count: int) -> pl.DataFrame:
         """The last `count` rows of the timeline (contract columns), without a merge."""
-        rows = self.kept.tail(count) if self.kept is not None else tail(self.runs, count)
+        rows = self._ends().tail(count)
         if rows.height == 0:
             return _empty_timeline()
         start = self.tally.lines - rows.height
         return rows.with_columns(pl.int_range(start, start + rows.height, dtype=pl.UInt64)
                                  .alias("order")).select(list(TIMELINE_SCHEMA))
+
+    def _ends(self) -> pl.DataFrame:
+        ends = self.kept if self.kept is not None else self.ends
+        return ends if ends is not None else pl.DataFrame()
 
     @property
     def timeline(self) -> pl.DataFrame:
@@ -273,14 +277,16 @@ def analyze(
         whole = whole_set(survey, given, sources, sglang_version, validate)
         logs.start_attribution(*attribution_arguments(whole, survey, sources, clock_offsets,
                                                       keep))
-        runs, tally, kept = _attribute_pass(logs, total, warnings, workspace,
+        runs, tally, ends = _attribute_pass(logs, total, warnings, workspace,
                                             piece_rows(len(sources)), report, keep)
         analysis = Analysis(runs, tally, whole.topology, whole.topology_source, sources,
                             workspace, warnings, host_nodes=whole.attribution.host_nodes,
-                            skipped=skipped, kept=kept, logs=logs)
+                            skipped=skipped, kept=ends if keep is not None else None,
+                            logs=logs, ends=ends if keep is None else None)
         report("diagnosing", 0, 1)
         events, tally.events = tally.events, None
         diagnosed(analysis, whole, events if events is not None else pl.DataFrame())
+        heap.release_if_above()
     except BaseException:
         workspace.close()
         raise
@@ -323,9 +329,11 @@ def _core_call(step: Callable[[], _T]) -> _T:
     """A step of the core; a failure it caught (a bug: a panic on some chunk) ends the run as
     one error line naming the files, never a traceback."""
     try:
-        return step()
+        done = step()
     except RuntimeError as error:
         raise CoreError(f"{error}; please report it with the files named") from None
+    heap.release_if_above()  # (the chunks' freed blocks: see logcorr.heap)
+    return done
 
 
 def _headers(headers: list[tuple[int, int]], keys: pl.DataFrame) -> pl.DataFrame:
@@ -435,25 +443,26 @@ def _micros(value: datetime) -> int:
 
 def _attribute_pass(logs: Any, total: int, warnings: list[str], workspace: Workspace,
                     rows: int, report: Progress, keep: int | None = None
-                    ) -> tuple[list[Run], Tally, pl.DataFrame | None]:
+                    ) -> tuple[list[Run], Tally, pl.DataFrame]:
     """Pass 2: each chunk attributed by the core, sorted and written as a run (the next
-    chunk of the same file extends it), its event rows stored. A file's opening rows that
-    have no time yet wait (stored like the chunks) for its first time. With `keep` (the lean
-    view) no run is written: only the timeline's first and last `keep` rows are kept."""
+    chunk of the same file extends it), its event rows gathered. A file's opening rows that
+    have no time yet wait (stored like the chunks) for its first time. Also gives the
+    timeline's first and last rows: KEEP_ROWS of each, or with `keep` (the lean view, which
+    writes no run) `keep` of each and the rows of files still waiting for their time."""
     runs: list[Run] = []
     events = EventRows(workspace)
     waiting: dict[int, _Pending] = {}
-    kept = None if keep is None else _Kept(keep)
+    kept = _Kept(KEEP_ROWS if keep is None else keep)
     done = 0
 
     def write(frame: pl.DataFrame) -> None:
-        _write(workspace, frame, runs, rows)
+        _write(workspace, frame, runs, rows, kept)
 
     report("attributing", 0, max(1, total))
     while (step := _core_call(logs.attribute_step)) is not None:
         batch, settled, read = step
         frame = pl.DataFrame(batch)
-        if kept is not None:
+        if keep is not None:
             kept.add(frame.select(_STORED), settled)
         else:
             untimed = frame.get_column("_sk").is_null()
@@ -475,7 +484,7 @@ def _attribute_pass(logs: Any, total: int, warnings: list[str], workspace: Works
     warnings += logs.take_warnings()
     tally = Tally.of(logs.tally())
     tally.events = events.rows()
-    return [r for r in runs if r.rows], tally, None if kept is None else kept.rows()
+    return [r for r in runs if r.rows], tally, kept.rows()
 
 
 # The columns the runs store: the output contract (but `order`, given by the merge), the
@@ -485,12 +494,13 @@ _STORED = [*(c for c in TIMELINE_SCHEMA if c != "order"), *DETAIL_COLUMNS, "msg"
 
 
 class _Kept:
-    """The timeline's first and last `keep` rows so far (the lean view), and the rows of
+    """The timeline's first and last `keep` rows so far, and (the lean view) the rows of
     files that still wait for their first time (their place is not known yet).
 
-    The core hands over few rows a chunk (each file's first and last `keep`), in buffers of
-    their own: they are gathered as they come and cut down to the ends only when more than
-    KEPT_ROWS wait, and at the end."""
+    Few rows come a chunk (in the lean view, each file's first and last `keep` the core hands
+    over; else a sorted chunk's first and last `keep`), in buffers of their own: they are
+    gathered as they come and cut down to the ends only when more than KEPT_ROWS wait, when a
+    waiting file's time comes, and at the end."""
 
     def __init__(self, keep: int) -> None:
         self.keep = keep
@@ -587,11 +597,17 @@ class _Pending:
         self.pieces = []
 
 
-def _write(workspace: Workspace, frame: pl.DataFrame, runs: list[Run], rows: int) -> None:
+def _write(workspace: Workspace, frame: pl.DataFrame, runs: list[Run], rows: int,
+           ends: _Kept | None = None) -> None:
+    """`frame` sorted and written as a run; its first and last rows offered to `ends`."""
     if frame.height == 0:
         return
-    frame = sorted_by_key(frame.with_columns(pl.col("_sk").fill_null(NO_TIME)))
-    write_run(workspace, frame.select(_STORED), runs, KEEP_ROWS, rows)
+    frame = sorted_by_key(frame.with_columns(pl.col("_sk").fill_null(NO_TIME))).select(_STORED)
+    write_run(workspace, frame, runs, rows)
+    if ends is not None:
+        keep = ends.keep
+        ends.add(compact(pl.concat([frame.head(keep), frame.tail(keep)])
+                         if frame.height > 2 * keep else frame), [])
 
 
 def _size(source: Source) -> int:

@@ -251,8 +251,6 @@ class Run:
     first: Key | None = None
     last: Key | None = None
     rows: int = 0
-    head: pl.DataFrame | None = None  # its first rows, for `head`
-    tail: pl.DataFrame | None = None  # its last rows, for `tail`
 
 
 def piece_rows(runs: int) -> int:
@@ -262,12 +260,10 @@ def piece_rows(runs: int) -> int:
     return max(smallest, min(largest, MERGE_ROWS // max(1, runs)))
 
 
-def write_run(workspace: Workspace, frame: pl.DataFrame, runs: list[Run], keep: int,
-              rows: int) -> None:
+def write_run(workspace: Workspace, frame: pl.DataFrame, runs: list[Run], rows: int) -> None:
     """Store `frame`, sorted by the timeline key, in pieces of `rows` rows: at the end of the
     last of `runs` when it starts after that run ends (the next chunk of the same file
-    does), else as a new run. Each run also keeps its first and last `keep` rows in memory
-    (the terminal view shows them without reading the runs)."""
+    does), else as a new run."""
     if frame.height == 0:
         return
     first = _key_of(frame, 0)
@@ -280,13 +276,6 @@ def write_run(workspace: Workspace, frame: pl.DataFrame, runs: list[Run], keep: 
         run.pieces.append(workspace.write(frame.slice(start, rows), "run"))
     run.rows += frame.height
     run.last = _key_of(frame, frame.height - 1)
-    if run.head is None or run.head.height < keep:
-        run.head = compact(_stacked(run.head, frame.head(keep)).head(keep))
-    run.tail = compact(_stacked(run.tail, frame.tail(keep)).tail(keep))
-
-
-def _stacked(kept: pl.DataFrame | None, more: pl.DataFrame) -> pl.DataFrame:
-    return more if kept is None else pl.concat([kept, more])
 
 
 def merge(runs: Sequence[Run], columns: Sequence[str] | None = None) -> Iterator[pl.DataFrame]:
@@ -369,20 +358,3 @@ def numbered(batches: Iterable[pl.DataFrame], start: int = 0) -> Iterator[pl.Dat
         yield batch.with_columns(pl.int_range(start, start + batch.height, dtype=pl.UInt64)
                                  .alias("order"))
         start += batch.height
-
-
-def head(runs: Sequence[Run], count: int) -> pl.DataFrame:
-    """The first `count` rows of the merged timeline, from the rows each run keeps."""
-    parts = [r.head for r in runs if r.head is not None]
-    if not parts:
-        return pl.DataFrame()
-    return pl.concat(parts).sort(SORT_COLUMNS).head(count)
-
-
-def tail(runs: Sequence[Run], count: int) -> pl.DataFrame:
-    """The last `count` rows of the merged timeline: each lies in the last `count` rows of
-    its own run."""
-    parts = [r.tail for r in runs if r.tail is not None]
-    if not parts:
-        return pl.DataFrame()
-    return pl.concat(parts).sort(SORT_COLUMNS).tail(count)

@@ -117,7 +117,7 @@ def test_merge_gives_the_global_order_in_bounded_batches(monkeypatch: pytest.Mon
                                  schema={"_sk": pl.Int64, "file_id": pl.UInt32,
                                          "line": pl.UInt32, "part": pl.UInt16})
             frames.append(frame)
-            stream.write_run(workspace, frame, runs, keep=10, rows=40)
+            stream.write_run(workspace, frame, runs, rows=40)
         batches = list(stream.merge(runs))
         expected = pl.concat(frames).sort(stream.SORT_COLUMNS)
         assert len(runs) == 4
