@@ -88,7 +88,11 @@ def test_rows_waiting_for_a_first_time_are_stored_like_the_chunks(
         list(range(1, 82))
 
 
-def test_head_and_tail_without_a_merge_match_the_merge(tmp_path: Path) -> None:
+def test_head_and_tail_without_a_merge_match_the_merge(tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """The timeline's head and tail come from the rows kept as the chunks were written, as
+    many as the terminal shows for the whole set, however many runs the chunks make."""
+    monkeypatch.setattr(api, "KEEP_ROWS", 30)
     logs = tmp_path / "logs"
     logs.mkdir()
     for node in range(3):
@@ -97,6 +101,8 @@ def test_head_and_tail_without_a_merge_match_the_merge(tmp_path: Path) -> None:
             for m in range(node, 600, 3)))
     analysis = analyze([logs], chunk_bytes=2000)
     timeline = analysis.timeline
+    assert len(analysis.runs) == 3  # (a run's own ends would be 3 x 60 rows)
+    assert analysis.ends is not None and analysis.ends.height == 60
     assert analysis.head(25).equals(timeline.head(25))
     assert analysis.tail(25).equals(timeline.tail(25))
 
