@@ -481,6 +481,7 @@ def _attribute_pass(logs: Any, total: int, warnings: list[str], workspace: Works
         report("attributing", min(done, max(1, total)), max(1, total))
     if waiting:
         raise AssertionError("the core settles every waiting file")  # a bug, not the input's
+    heap.release()  # (before the stored event rows are read back)
     warnings += logs.take_warnings()
     tally = Tally.of(logs.tally())
     tally.events = events.rows()

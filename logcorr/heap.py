@@ -45,10 +45,16 @@ def resident() -> int:
         return int(statm.read().split()[1]) * _TRIM[1]
 
 
-def release_if_above(limit: int = RESIDENT_LIMIT) -> bool:
-    """Give the allocator's free pages back when more than `limit` bytes are resident."""
-    if _TRIM is None or resident() <= limit:
+def release_if_above(limit: int | None = None) -> bool:
+    """Give the allocator's free pages back when more than `limit` bytes (RESIDENT_LIMIT)
+    are resident."""
+    if _TRIM is None or resident() <= (RESIDENT_LIMIT if limit is None else limit):
         return False
     _TRIM[0](0)
     return True
 
+
+def release() -> None:
+    """Give the allocator's free pages back (at the end of a pass: what its chunks freed)."""
+    if _TRIM is not None:
+        _TRIM[0](0)

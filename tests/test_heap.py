@@ -28,8 +28,8 @@ def test_each_step_of_the_core_checks_the_resident_size(monkeypatch: pytest.Monk
     calls: list[int] = []
     release = heap.release_if_above
 
-    def every_step(limit: int = heap.RESIDENT_LIMIT) -> bool:
-        calls.append(limit)
+    def every_step(limit: int | None = None) -> bool:
+        calls.append(heap.RESIDENT_LIMIT if limit is None else limit)
         return release(0)
 
     monkeypatch.setattr(api.heap, "release_if_above", every_step)
