@@ -31,7 +31,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from run import measure
+from run import count_lines, measure
 
 DAY = "2026-11-29"
 
@@ -109,11 +109,7 @@ def ensure(folder: Path, name: str, lines: int) -> tuple[int, int]:
                 out.writelines(rows)
         done.touch()
     files = [p for p in folder.iterdir() if p.name != ".done"]
-    count = 0
-    for path in files:
-        with path.open("rb") as data:
-            count += sum(chunk.count(b"\n") for chunk in iter(lambda d=data: d.read(1 << 20), b""))
-    return count, sum(p.stat().st_size for p in files)
+    return sum(count_lines(path) for path in files), sum(p.stat().st_size for p in files)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -25,6 +25,7 @@ when it installs the package. `--small` runs one tiny set (for the test suite).
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import os
 import platform
@@ -99,12 +100,14 @@ def ensure_set(data: Path, label: str, lines: int) -> tuple[Path, list[Path], in
         done.write_text("")
         sys.stderr.write(f"generated {label} in {time.perf_counter() - started:.1f} s\n")
     files = sorted((folder / "logs").glob("*.log"))
-    total_lines = sum(_count_lines(f) for f in files)
+    total_lines = sum(count_lines(f) for f in files)
     return folder, files, total_lines, sum(f.stat().st_size for f in files)
 
 
-def _count_lines(path: Path) -> int:
-    with open(path, "rb") as stream:
+def count_lines(path: Path) -> int:
+    """The line ends in a file (decompressed when it is gzip, by its name)."""
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rb") as stream:
         return sum(block.count(b"\n") for block in iter(lambda: stream.read(1 << 24), b""))
 
 

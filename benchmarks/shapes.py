@@ -34,7 +34,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from run import measure
+from run import count_lines, measure
 
 BOUND = 1 << 30  # peak RSS of any shape
 LONG_FACTOR = 10  # a long line's cost beyond the base, per byte of it
@@ -108,11 +108,7 @@ def ensure(folder: Path, name: str, scale: float) -> tuple[int, int, int]:
         SHAPES[name](folder, scale, random.Random(name))
         done.touch()
     paths = [p for p in folder.iterdir() if p.name != ".done"]
-    lines = 0
-    for path in paths:
-        opener = gzip.open if path.suffix == ".gz" else open
-        with opener(path, "rb") as data:
-            lines += sum(chunk.count(b"\n") for chunk in iter(lambda d=data: d.read(1 << 20), b""))
+    lines = sum(count_lines(path) for path in paths)
     return len(paths), lines, sum(p.stat().st_size for p in paths)
 
 
