@@ -13,7 +13,6 @@ pays nothing. Elsewhere (no glibc, no /proc) it does nothing.
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import os
 from collections.abc import Callable
 
@@ -22,8 +21,7 @@ RESIDENT_LIMIT = 768 << 20  # resident bytes above which freed memory is given b
 
 def _trimmer() -> tuple[Callable[[int], int], int] | None:
     try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        trim = libc.malloc_trim
+        trim = ctypes.CDLL(None).malloc_trim  # (the C library the interpreter runs on)
         page = os.sysconf("SC_PAGE_SIZE")
         with open("/proc/self/statm", "rb"):
             pass
