@@ -52,12 +52,16 @@ from logcorr.resolve import (
 from logcorr.selector import Selector
 from logcorr.stream import (
     CHUNK_BYTES,
+    Key,
     NO_TIME,
     SORT_COLUMNS,
     Piece,
     Run,
     Workspace,
     compact,
+    count_at_most,
+    count_before,
+    key_at,
     memory_budget_for,
     merge,
     numbered,
@@ -306,7 +310,9 @@ def _survey(logs: Any, total: int, warnings: list[str], report: Progress) -> dic
 
 
 def survey_frames(tables: dict[str, Any]) -> dict[str, Any]:
-    """Pass 1's tables (`survey_tables`), the server_args lines as a frame."""
+    """Pass 1's tables (`survey_tables`), the server_args lines and the exception seconds
+    as frames."""
+    tables["headers"] = pl.DataFrame(tables["headers"])
     tables["server_args"] = pl.DataFrame(
         tables["server_args"], schema={"file_id": pl.UInt32, "line": pl.UInt32,
                                        "text": pl.String}, orient="row")
@@ -336,14 +342,12 @@ def _core_call(step: Callable[[], _T]) -> _T:
     return done
 
 
-def _headers(headers: list[tuple[int, int]], keys: pl.DataFrame) -> pl.DataFrame:
+def _headers(seconds: pl.DataFrame, keys: pl.DataFrame) -> pl.DataFrame:
     """The exception seconds (`resolve.crowded_headers`): (second, key row) of every
-    exception header with a time, as `_second` and the key row's columns."""
-    seconds = pl.DataFrame(headers, schema={"_second": pl.Int64, "_key": pl.UInt32},
-                           orient="row")
+    exception header with a time, as `_second`, `_key` and the key row's file and stream."""
     return (seconds.with_columns(pl.col("_second").cast(pl.Datetime("us")))
-            .join(keys.select(*KEY_COLUMNS, "_key"), on="_key", how="left")
-            .select("_second", *KEY_COLUMNS))
+            .join(keys.select("_key", "file_id", "stream"), on="_key", how="left",
+                  maintain_order="left"))
 
 
 @dataclass
@@ -508,6 +512,26 @@ class _Kept:
         self.frames: list[pl.DataFrame] = []
         self.held = 0
         self.settled: dict[int, int] = {}  # file -> the key its waiting rows take
+        # the keys of the `keep`-th timed row from the start and from the end (when as many
+        # are held): a row after the first or before the second can be in neither end
+        self.low: Key | None = None
+        self.high: Key | None = None
+
+    def offer(self, frame: pl.DataFrame) -> None:
+        """The rows of `frame` (sorted by the timeline key, every row timed) that may be among
+        the timeline's ends, copied (most chunks of a long set offer none)."""
+        keep, height = self.keep, frame.height
+        head = keep if self.low is None else min(keep, count_before(frame, self.low))
+        tail = keep if self.high is None else min(keep, height - count_at_most(frame, self.high))
+        if head + tail >= height:
+            rows = frame
+        elif head + tail == 0:
+            return
+        else:
+            rows = pl.concat([frame.head(head), frame.tail(tail)])
+        self.add(compact(rows), [])
+        if self.held > 4 * keep:  # (the bounds tighten)
+            self._cut()
 
     def add(self, rows: pl.DataFrame, settled: list[tuple[int, int | None]]) -> None:
         if rows.height or not self.frames:
@@ -531,6 +555,9 @@ class _Kept:
         timed = frame.filter(pl.col("_sk").is_not_null()).sort(SORT_COLUMNS)
         ends = pl.concat([timed.head(self.keep), timed.tail(self.keep)]) \
             if timed.height > 2 * self.keep else timed
+        if timed.height >= self.keep:
+            self.low = key_at(timed, self.keep - 1)
+            self.high = key_at(timed, timed.height - self.keep)
         waiting = frame.filter(pl.col("_sk").is_null())
         if waiting.height > 2 * self.keep:
             # (a waiting file's rows will all take one key: only its first and last `keep`
@@ -606,9 +633,7 @@ def _write(workspace: Workspace, frame: pl.DataFrame, runs: list[Run], rows: int
     frame = sorted_by_key(frame.with_columns(pl.col("_sk").fill_null(NO_TIME))).select(_STORED)
     write_run(workspace, frame, runs, rows)
     if ends is not None:
-        keep = ends.keep
-        ends.add(compact(pl.concat([frame.head(keep), frame.tail(keep)])
-                         if frame.height > 2 * keep else frame), [])
+        ends.offer(frame)
 
 
 def _size(source: Source) -> int:

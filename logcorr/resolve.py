@@ -593,14 +593,13 @@ _CROWDED_ON = ["file_id", "stream", "_second"]
 def crowded_headers(seconds: pl.DataFrame, attribution: Attribution) -> pl.DataFrame:
     """The (file_id, stream, second) in which exception headers of more than one process (or
     of an unknown one) stand: each one's traceback may interleave with another's
-    (`seconds`: `exception_seconds` of every chunk)."""
+    (`seconds`: `_second`, `_key`, and the key row's `file_id` and `stream`, of every
+    exception header; the key row tells its process)."""
     if seconds.height == 0:
         return pl.DataFrame(schema={"file_id": pl.UInt32, "stream": pl.String,
                                     "_second": pl.Datetime("us")})
-    procs = seconds.select(KEY_COLUMNS).join(
-        attribution.table.select(*KEY_COLUMNS, "proc"), on=KEY_COLUMNS, how="left",
-        maintain_order="left", nulls_equal=True)
-    return (seconds.with_columns(procs["proc"]).unique([*_CROWDED_ON, "proc"])
+    procs = attribution.table.select(pl.col("_key").cast(pl.UInt32), "proc")
+    return (seconds.join(procs, on="_key", how="left").unique([*_CROWDED_ON, "proc"])
             .filter(pl.len().over(_CROWDED_ON) > 1).select(_CROWDED_ON).unique())
 
 

@@ -304,12 +304,12 @@ def merge(runs: Sequence[Run], columns: Sequence[str] | None = None) -> Iterator
         if waiting and (bound is None or (waiting[0].first or bound) <= bound):
             active.append(load(waiting.pop(0), 0))
             continue
-        counts = [o.rows.height if bound is None else _count_at_most(o.rows, bound)
+        counts = [o.rows.height if bound is None else count_at_most(o.rows, bound)
                   for o in active]
         if sum(counts) > BATCH_ROWS:  # a smaller bound: each run gives at most its share
             share = max(1, BATCH_ROWS // len(active))
             bound = min(_key_of(o.rows, min(c, share) - 1) for o, c in zip(active, counts) if c)
-            counts = [_count_at_most(o.rows, bound) for o in active]
+            counts = [count_at_most(o.rows, bound) for o in active]
         taken: list[pl.DataFrame] = []
         still: list[_Open] = []
         for o, count in zip(active, counts):
@@ -345,7 +345,17 @@ class _Open:
     last: Key
 
 
-def _count_at_most(rows: pl.DataFrame, bound: Key) -> int:
+def count_before(rows: pl.DataFrame, bound: Key) -> int:
+    """How many leading rows of sorted `rows` have a key < bound (as `count_at_most`)."""
+    return bisect.bisect_left(_Keys(rows), bound)
+
+
+def key_at(rows: pl.DataFrame, index: int) -> Key:
+    """The timeline key of row `index` of `rows`."""
+    return _key_of(rows, index)
+
+
+def count_at_most(rows: pl.DataFrame, bound: Key) -> int:
     """How many leading rows of sorted `rows` have a key <= bound: a binary search over
     scalar reads (about 15 probes for a piece; `Series.search_sorted` runs the query engine
     for each call, about 0.2 ms)."""

@@ -146,7 +146,7 @@ def test_count_at_most_counts_rows_up_to_a_key_that_ties_on_leading_columns() ->
     bounds = [(0, 0, 0, 0), (5, 1, 4, 0), (5, 1, 4, 1), (5, 1, 3, 9), (5, 3, 0, 0),
               (9, 0, 5, 0), (stream.NO_TIME, 0, 6, 0), (stream.NO_TIME, 9, 9, 9)]
     for bound in bounds:
-        assert stream._count_at_most(rows, bound) == sum(k <= bound for k in keys), bound
+        assert stream.count_at_most(rows, bound) == sum(k <= bound for k in keys), bound
 
 
 def test_wrapper_streams_carry_their_open_records_across_chunks(tmp_path: Path) -> None:

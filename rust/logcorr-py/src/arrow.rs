@@ -305,6 +305,22 @@ fn batch(columns: Vec<(&str, ArrayRef)>) -> RecordBatch {
     RecordBatch::try_new(Arc::new(Schema::new(fields)), arrays).expect("columns of one length")
 }
 
+/// The seconds in which exception headers stand, one row per (second, key row): `_second`
+/// (µs since the epoch) and `_key`, sorted (a set of many tracebacks has hundreds of
+/// thousands: columns, not a Python tuple each).
+pub fn headers_batch(headers: &[(i64, u32)]) -> RecordBatch {
+    batch(vec![
+        (
+            "_second",
+            Arc::new(Int64Array::from_iter_values(headers.iter().map(|h| h.0))),
+        ),
+        (
+            "_key",
+            Arc::new(UInt32Array::from_iter_values(headers.iter().map(|h| h.1))),
+        ),
+    ])
+}
+
 /// The distinct key rows (`resolve.KEY_COLUMNS`), with `_n` (lines), `line` (the first) and
 /// `_key` (the key's number), in (file, first line) order.
 pub fn keys_batch(keys: &Keys) -> RecordBatch {

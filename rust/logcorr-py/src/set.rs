@@ -26,7 +26,9 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 
-use crate::arrow::{attributed_batch, events_batch, keys_batch, tally_batches, ArrowBatch};
+use crate::arrow::{
+    attributed_batch, events_batch, headers_batch, keys_batch, tally_batches, ArrowBatch,
+};
 
 #[pyclass(module = "logcorr._core")]
 pub struct LogSet {
@@ -129,7 +131,7 @@ impl LogSet {
     }
 
     /// What pass 1 found: `keys` (record batch), `server_args` [(file, line, text)],
-    /// `headers` [(second µs, key)], `first_dated` [(file, first µs, wrapper offset s)],
+    /// `headers` (record batch: `_second` µs, `_key`), `first_dated` [(file, first µs, wrapper offset s)],
     /// `median` (µs), `wrap_default` (s), `lines`, `rank_spans` [(key, first µs, last µs)].
     fn survey_tables<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let pass = self
@@ -317,7 +319,7 @@ pub(crate) fn survey_dict<'py>(
     out.set_item("server_args", s.server_args.clone())?;
     let mut headers: Vec<(i64, u32)> = s.headers.iter().copied().collect();
     headers.sort_unstable();
-    out.set_item("headers", headers)?;
+    out.set_item("headers", ArrowBatch::new(headers_batch(&headers)))?;
     out.set_item("first_dated", s.first_dated.clone())?;
     out.set_item("median", s.median())?;
     out.set_item("wrap_default", s.wrap_default())?;
