@@ -44,7 +44,6 @@ from logcorr.ingest import MAX_ROWS, Skipped, Source, discover
 from logcorr.model import COORDINATES, TIMELINE_SCHEMA
 from logcorr.output import time_condition
 from logcorr.resolve import (
-    KEY_COLUMNS,
     Attribution,
     crowded_headers,
     resolve_keys,
@@ -52,9 +51,9 @@ from logcorr.resolve import (
 from logcorr.selector import Selector
 from logcorr.stream import (
     CHUNK_BYTES,
-    Key,
     NO_TIME,
     SORT_COLUMNS,
+    Key,
     Piece,
     Run,
     Workspace,

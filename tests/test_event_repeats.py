@@ -171,3 +171,49 @@ def test_a_traceback_per_request_keeps_one_exception_row_per_second(
         if analysis.workspace is not None:
             analysis.workspace.close()
     assert 4 <= seen[0] <= 8  # 4 seconds (a second cut between two chunks: twice)
+
+
+def heartbeat(rank: int, second: int, work: int) -> str:
+    # (a torch line with a rank tag and counters but no stem: an event row for its tag only)
+    return (f"[rank{rank}]:[I1129 10:{second // 60:02d}:{second % 60:02d}.123456789 "
+            f"ProcessGroupNCCL.cpp:1785] [PG ID 2 PG GUID 3(tp:device) Rank {rank}] NCCL "
+            f"watchdog heartbeat: last enqueued NCCL work: {work}, last completed NCCL work: "
+            f"{work}.")
+
+
+def timeout(rank: int, second: int, seq: int) -> str:
+    return (f"[rank{rank}]:[E1129 10:{second // 60:02d}:{second % 60:02d}.500000000 "
+            f"ProcessGroupNCCL.cpp:632] [PG ID 2 PG GUID 3(tp:device) Rank {rank}] Watchdog "
+            f"caught collective operation timeout: WorkNCCL(SeqNum={seq}, OpType=ALLREDUCE, "
+            "NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600010 milliseconds before "
+            "timing out.")
+
+
+def test_rows_only_a_rank_tag_made_events_are_cut_whatever_their_counters(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A heartbeat a second per rank for 10 minutes (counters rising): the rules read such
+    rows only for who wrote them and when, so each rank's are cut like repeats; the timeout
+    lines that differ only in their SeqNum are kept, all of them (the rules read it)."""
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    for rank in range(4):
+        lines = [f"[2026-11-29 10:00:00 TP{rank}] Init torch distributed begin."]
+        lines += [heartbeat(rank, s, s // 3) for s in range(600)]
+        if rank != 3:  # (rank 3 hangs: the others time out on each of 100 collectives)
+            lines += [timeout(rank, 600 + s // 20, 200 + s) for s in range(100)]
+        (logs / f"tp{rank}.log").write_text("\n".join(lines) + "\n")
+    (tmp_path / "args.json").write_text(json.dumps({"tp_size": 4}))
+    report, events = diagnosed(logs, monkeypatch)
+    with monkeypatch.context() as patch:
+        patch.setattr(context, "THIN_FIRST", 10**9)
+        every, all_rows = diagnosed(logs, monkeypatch)
+    assert report == every  # the same findings, counts, evidence and times
+    assert all_rows.height == 4 * 600 + 3 * 100 + 4
+    beats = events.filter(pl.col("text").str.contains("heartbeat", literal=True))
+    assert not beats["_said"].any()
+    assert lines_in(beats) == 4 * 600
+    assert beats.group_by("proc").len()["len"].max() <= context.THIN_FIRST + context.THIN_LAST + 2
+    timeouts = events.filter(pl.col("text").str.contains("Watchdog caught", literal=True))
+    assert timeouts["_said"].all() and timeouts.height == 300
+    hang = next(f for f in report["findings"] if f["kind"] == "collective-hang")
+    assert [p["world_rank"] for p in hang["processes"]] == [3]

@@ -299,7 +299,8 @@ _EVENT_SCHEMA: dict[str, pl.DataType] = {"_sk": pl.Int64(), "file_id": pl.UInt32
                  "last_enqueued": pl.Int64(), "last_completed": pl.Int64(), "comm": pl.String(),
                  "comm_id": pl.String(),
                  "comm_rank": pl.Int32(), "comm_nranks": pl.Int32(), "nccl_phase": pl.String(),
-                 "_next": pl.String(), "stream": pl.String(), "_n": pl.UInt32()}
+                 "_next": pl.String(), "stream": pl.String(), "_said": pl.Boolean(),
+                 "_n": pl.UInt32()}
 
 # A process can log one failure line per request, slice or health check (a PD decode instance
 # whose prefill peer died: a KV transfer failure for every request) and fill a log with them.
@@ -309,12 +310,17 @@ _EVENT_SCHEMA: dict[str, pl.DataType] = {"_sk": pl.Int64(), "file_id": pl.UInt32
 # counts the rows left out: the rules count lines by `_n` (`lines_in`), cite at most the first 12
 # places of what they read and take first and last times, so they answer as with every row, in
 # memory that does not grow with the repeats.
+# A row that is an event row only for its fields (a torch rank, a communicator: `_said` false;
+# a torch watchdog heartbeat every minute, say) is read by the rules only for who wrote it and
+# when, never for its counters: rows of that kind that differ only in numbers (their text's
+# and the counters') say the same.
 THIN_FIRST = 64
 THIN_LAST = 16
 _VOLATILE = (r"\d{4}-\d{2}-\d{2}|\d{1,2}:\d{2}:\d{2}(?:[.,]\d+)?|\b[IWEF]\d{4}\b"
              r"|(?:0x)?[0-9a-fA-F]{8,}(?:\.\d+)?")
 # (where a row stands in the timeline, and what it says: not part of what it repeats)
 _PLACE = {"_sk", "file_id", "line", "part", "text", "ts_full", "record", "_n"}
+_COUNTERS = ("seq", "last_enqueued", "last_completed")
 
 
 def lines_in(rows: pl.DataFrame) -> int:
@@ -336,11 +342,18 @@ def thin_events(events: pl.DataFrame) -> pl.DataFrame:
     if events.height <= most:
         return events
     same = [c for c in events.columns if c not in _PLACE]
+    # (a row only its fields made an event row: its counters are not what it says)
+    said = pl.col("_said") if "_said" in events.columns else pl.lit(True)
+    kinds = {c: pl.when(said).then(pl.col(c)).alias(c) for c in _COUNTERS if c in same}
     # (rows that differ in a column differ whatever their text: most chunks end here)
-    if events.select(pl.len().over(same).max()).item() <= most:
+    if events.select(pl.len().over([kinds.get(c, pl.col(c)) for c in same]).max()
+                     ).item() <= most:
         return events
     key = [*same, "_shape"]
-    groups = (events.with_columns(pl.col("text").str.replace_all(_VOLATILE, "#").alias("_shape"),
+    shape = pl.col("text").str.replace_all(_VOLATILE, "#")
+    groups = (events.with_columns(*kinds.values(),
+                                  pl.when(said).then(shape)
+                                  .otherwise(shape.str.replace_all(r"\d+", "#")).alias("_shape"),
                                   pl.int_range(pl.len(), dtype=pl.UInt32).alias("_row"))
               .select("_row", pl.col("_row").min().over(key).alias("_group"),
                       pl.len().over(key).alias("_size")))

@@ -672,6 +672,15 @@ pub fn events_batch(events: &[Event]) -> RecordBatch {
             "stream",
             opt_strings(events.iter().map(|e| e.stream.as_deref()), n),
         ),
+        (
+            "_said",
+            Arc::new(
+                events
+                    .iter()
+                    .map(|e| Some(e.said))
+                    .collect::<BooleanArray>(),
+            ),
+        ),
         ("_n", Arc::new(UInt32Array::from(vec![1u32; n]))),
     ])
 }

@@ -372,13 +372,10 @@ impl Attributor {
                 progress: proc.is_some() && ts_full.is_some() && gather.progress(text),
             };
             let next = out.next.get(row);
-            let other = gather.other(
-                text,
-                msg,
-                c.comm_id.spans[row].is_some(),
-                c.torch_rank[row].is_some(),
-            );
-            let event = gather.event_text(text, msg, next, other).map(|text| Event {
+            let says = gather.says(text, msg);
+            let fields = c.comm_id.spans[row].is_some() || c.torch_rank[row].is_some();
+            let event = gather.event_text(text, msg, next, says || fields);
+            let event = event.map(|(text, stem)| Event {
                 sk: 0,
                 file_id: c.file_id[row],
                 line: c.line[row],
@@ -405,6 +402,7 @@ impl Attributor {
                 nccl_phase: c.nccl_phase.get(row).map(str::to_string),
                 next: next.map(str::to_string),
                 stream: out.stream(c, &self.whole, row).map(str::to_string),
+                said: stem || says,
             });
             gather.add(counted, event, out.sk[row]);
         }

@@ -140,6 +140,9 @@ pub struct Event {
     pub nccl_phase: Option<String>,
     pub next: Option<String>,
     pub stream: Option<String>,
+    /// Whether the text says why the row is an event row (a stem, a dead child, glog's fatal
+    /// severity), not only its fields (a communicator, a torch rank).
+    pub said: bool,
 }
 
 /// What a line gives the counts.
@@ -355,19 +358,21 @@ impl Gather {
     /// The event text of a line, when it is an event row: its message (the line under a
     /// wrapper), or, for a line a hard wrap or a `\\` may have cut a stem of, the two halves
     /// joined when their seam holds a stem.
+    ///
+    /// With it, whether the text holds a stem (`other`: the row's other reasons to be one).
     pub fn event_text(
         &self,
         text: &str,
         msg: Option<&str>,
         next: Option<&str>,
         other: bool,
-    ) -> Option<String> {
+    ) -> Option<(String, bool)> {
         let s = &self.selection;
         let stem = s.stems.is_match(text);
         let cut = !stem && next.is_some() && (text.len() >= s.wrap_min || text.ends_with('\\'));
         let whole = msg.unwrap_or(text);
         if !cut {
-            return (stem || other).then(|| whole.to_string());
+            return (stem || other).then(|| (whole.to_string(), stem));
         }
         let next = next.unwrap_or("");
         let kept = whole.strip_suffix('\\').unwrap_or(whole);
@@ -376,19 +381,18 @@ impl Gather {
         let head = crate::text::slice_chars(next, 0, Some(s.longest));
         // (a stem the next line holds by itself is that line's, not one the wrap cut)
         if s.stems.is_match(&format!("{tail}{head}")) && !s.stems.is_match(head) {
-            Some(format!("{kept}{next}"))
+            Some((format!("{kept}{next}"), true))
         } else {
-            other.then(|| whole.to_string())
+            other.then(|| (whole.to_string(), false))
         }
     }
 
-    /// The row's own reason to be an event row besides a stem: a dead child
-    /// (`Process SpawnProcess-1:`), glog's fatal severity, a communicator or a torch rank.
-    pub fn other(&self, text: &str, msg: Option<&str>, comm_id: bool, torch_rank: bool) -> bool {
+    /// What the row's text says besides a stem that makes it an event row: a dead child
+    /// (`Process SpawnProcess-1:`) or glog's fatal severity. (Its fields can too: a
+    /// communicator or a torch rank.)
+    pub fn says(&self, text: &str, msg: Option<&str>) -> bool {
         let s = &self.selection;
-        comm_id
-            || torch_rank
-            || (PROCESS.find(text).is_some() && s.child_died.is_match(text))
+        (PROCESS.find(text).is_some() && s.child_died.is_match(text))
             || (GLOG_F.find(text).is_some() && s.glog_fatal.is_match(text))
             || msg.is_some_and(|m| s.child_died.is_match(m))
     }
