@@ -114,7 +114,9 @@ def analyze_on_ray(paths: Sequence[str | Path], given: tuple[Topology, str] | No
         diagnosed(analysis, whole, events.rows())
         analysis.partitions = output.finish(analysis, written)
     except BaseException:
-        if job is not None:
+        # (a cluster this run started ends with it, its tasks too: force-cancelling them
+        # first raced with their replies, a failed check that aborted the driver in Ray 2.60)
+        if job is not None and not started:
             job.cancel()
         output.discard()
         raise
