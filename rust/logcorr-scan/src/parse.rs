@@ -20,7 +20,7 @@ use crate::model::{Columns, Fields, Role, Source};
 use crate::parts::{self, Part};
 use crate::patterns as p;
 use crate::stamp::{self, Format};
-use crate::text::{int, slice_chars, strip, Literal, CLOSE, NCCL, STAMP};
+use crate::text::{int, slice_chars, strip, Literal, LiteralSet, CLOSE};
 use crate::wrappers::{self, Peeled};
 use memchr::memmem::Finder;
 
@@ -357,29 +357,41 @@ static COMM: Literal = Literal::new(|| Finder::new("comm 0x"));
 static ENCODE: Literal = Literal::new(|| Finder::new("encode_"));
 static YSPY: Literal = Literal::new(|| Finder::new("yspy"));
 
-static HIT: Literal = Literal::new(|| Finder::new("hit an exception"));
-static TRACEBACK: Literal = Literal::new(|| Finder::new("Traceback (most recent call last)"));
-static FATAL: Literal = Literal::new(|| Finder::new("Fatal Python error"));
-static EXCEPTION_IN: Literal = Literal::new(|| Finder::new("Exception in "));
+/// A SGLang stamp's start and the token after an NCCL header (`fast`).
+static HEADERS: LiteralSet = LiteralSet::new(&["[20", " NCCL "]);
+/// What a line may say of an exception, looked for in one pass (`local`).
+static SAID: LiteralSet = LiteralSet::new(&[
+    "hit an exception",
+    "Traceback (most recent call last)",
+    "Fatal Python error",
+    "Exception in ",
+]);
+const HIT: u32 = 1;
+const TRACEBACK: u32 = 1 << 1;
+const FATAL: u32 = 1 << 2;
+const EXCEPTION_IN: u32 = 1 << 3;
 
 /// What a line says by itself: its role from message stems (when it proves none otherwise),
 /// an NCCL line of the process's main thread, a line opening an exception record.
 fn local(f: &mut Fields<'_>) {
     f.main = f.source == Source::Nccl && f.tid.is_some() && f.tid == f.pid;
+    let starts = f.starts_record == Some(true);
+    if !starts && f.role.is_some() {
+        f.exc = false;
+        return;
+    }
     let text: &str = &f.text;
-    f.exc = f.starts_record == Some(true)
-        && (HIT.find(text).is_some()
-            || TRACEBACK.find(text).is_some()
-            || FATAL.find(text).is_some());
+    let said = SAID.held(text);
+    f.exc = starts && said & (HIT | TRACEBACK | FATAL) != 0;
     if f.role.is_none() {
-        f.role = stem_role(text);
+        f.role = stem_role(text, said & (HIT | EXCEPTION_IN) != 0);
     }
 }
 
 /// The role the first stem of `patterns::ROLE_STEMS` (in the list's order) that the text holds
 /// names. A stem starts with `] ` (looked for where the text has one), or holds `hit an
 /// exception` or `Exception in ` (looked for only when the text does).
-fn stem_role(text: &str) -> Option<Role> {
+fn stem_role(text: &str, exception: bool) -> Option<Role> {
     let bytes = text.as_bytes();
     let mut first: Option<usize> = None;
     for at in memchr::memchr_iter(b']', bytes) {
@@ -399,7 +411,7 @@ fn stem_role(text: &str) -> Option<Role> {
             }
         }
     }
-    if HIT.find(text).is_some() || EXCEPTION_IN.find(text).is_some() {
+    if exception {
         for (index, (stem, _)) in p::ROLE_STEMS.iter().enumerate() {
             if first.is_some_and(|f| f <= index) {
                 break;
@@ -457,8 +469,15 @@ fn unglue_hosts<'a>(hosts: impl Iterator<Item = &'a str>) -> HashMap<String, Str
 
 /// What a fast path reads of a line (`Quick::Rest`: the rest of the parse reads it).
 fn fast<'a>(text: &'a str, heads: &mut FxHashMap<&'a str, NcclHead>) -> Quick {
-    let bytes = text.as_bytes();
-    let headers = STAMP.count_up_to(bytes, 2) + NCCL.count_up_to(bytes, 2);
+    // (one header at most: the SGLang stamps and NCCL tokens, counted up to two)
+    let (mut headers, mut nccl) = (0, None);
+    HEADERS.visit(text, |literal, start| {
+        headers += 1;
+        if literal == 1 {
+            nccl = Some(start);
+        }
+        headers < 2
+    });
     let quick = if headers != 1 {
         None
     } else if text.starts_with("[20") {
@@ -466,7 +485,7 @@ fn fast<'a>(text: &'a str, heads: &mut FxHashMap<&'a str, NcclHead>) -> Quick {
     } else if text.starts_with('[') {
         None
     } else {
-        NCCL.find(text).and_then(|cut| nccl_fast(text, cut, heads))
+        nccl.and_then(|cut| nccl_fast(text, cut, heads))
     };
     quick.unwrap_or(Quick::Rest)
 }

@@ -33,7 +33,7 @@ pub fn len_chars(s: &str) -> usize {
     }
 }
 
-use std::sync::LazyLock;
+use std::sync::{LazyLock, OnceLock};
 
 use memchr::memmem::Finder;
 
@@ -65,6 +65,100 @@ impl Literal {
             }
         }
         count
+    }
+}
+
+/// A few literals looked for together, in one pass over a text (a packed SIMD searcher; a
+/// finder each where the CPU has none): which of them the text holds. No literal of a set
+/// may hold another, nor end with the start of another (`LiteralSet::overlaps`): then the
+/// searcher's leftmost, non-overlapping matches find each literal a text holds.
+pub struct LiteralSet {
+    literals: &'static [&'static str],
+    searcher: OnceLock<Searcher>,
+}
+
+enum Searcher {
+    Packed(aho_corasick::packed::Searcher),
+    Each(Vec<Finder<'static>>),
+}
+
+impl LiteralSet {
+    pub const fn new(literals: &'static [&'static str]) -> LiteralSet {
+        LiteralSet {
+            literals,
+            searcher: OnceLock::new(),
+        }
+    }
+
+    /// Bit `i` set when the text holds literal `i`.
+    pub fn held(&self, s: &str) -> u32 {
+        let mut held = 0;
+        match self.searcher.get_or_init(|| self.build()) {
+            Searcher::Packed(searcher) => {
+                for found in searcher.find_iter(s.as_bytes()) {
+                    held |= 1 << found.pattern().as_usize();
+                }
+            }
+            Searcher::Each(finders) => {
+                for (i, finder) in finders.iter().enumerate() {
+                    if finder.find(s.as_bytes()).is_some() {
+                        held |= 1 << i;
+                    }
+                }
+            }
+        }
+        held
+    }
+
+    /// Each occurrence of a literal in `s` (its index, its start), without overlapping, until
+    /// `visit` returns false: in the text's order (literal by literal, on a CPU without a
+    /// packed searcher).
+    pub fn visit(&self, s: &str, mut visit: impl FnMut(usize, usize) -> bool) {
+        match self.searcher.get_or_init(|| self.build()) {
+            Searcher::Packed(searcher) => {
+                for found in searcher.find_iter(s.as_bytes()) {
+                    if !visit(found.pattern().as_usize(), found.start()) {
+                        return;
+                    }
+                }
+            }
+            Searcher::Each(finders) => {
+                for (i, finder) in finders.iter().enumerate() {
+                    let width = finder.needle().len().max(1);
+                    let mut at = 0;
+                    while let Some(found) = finder.find(&s.as_bytes()[at..]) {
+                        if !visit(i, at + found) {
+                            return;
+                        }
+                        at += found + width;
+                    }
+                }
+            }
+        }
+    }
+
+    fn build(&self) -> Searcher {
+        let packed = aho_corasick::packed::Config::new()
+            .match_kind(aho_corasick::packed::MatchKind::LeftmostFirst)
+            .builder()
+            .extend(self.literals)
+            .build();
+        match packed {
+            Some(searcher) if !Self::overlaps(self.literals) => Searcher::Packed(searcher),
+            _ => Searcher::Each(self.literals.iter().map(Finder::new).collect()),
+        }
+    }
+
+    /// Whether a literal holds another or ends with the start of another (or of itself
+    /// again: then a second occurrence could hide behind the first, which changes nothing
+    /// here, but keep the rule simple): leftmost matches could then miss one.
+    pub fn overlaps(literals: &[&str]) -> bool {
+        literals.iter().enumerate().any(|(i, a)| {
+            literals.iter().enumerate().any(|(j, b)| {
+                (i != j && a.contains(b))
+                    || (1..a.len().min(b.len())).any(|n| a.ends_with(&b[..n]) && i != j)
+            })
+        })
     }
 }
 
@@ -116,6 +210,26 @@ pub fn starts_any(s: &str, starts: &[&str]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_literal_set_finds_each_literal_a_text_holds() {
+        static SET: LiteralSet = LiteralSet::new(&["hit an exception", "Exception in ", "[20"]);
+        assert!(!LiteralSet::overlaps(&[
+            "hit an exception",
+            "Exception in ",
+            "[20"
+        ]));
+        // (`Exception in NCCL `: a leftmost match of the first would hide the second)
+        assert!(LiteralSet::overlaps(&["Exception in ", " NCCL "]));
+        assert!(LiteralSet::overlaps(&["abc", "b"]));
+        assert_eq!(SET.held("Scheduler hit an exception: x"), 1);
+        assert_eq!(SET.held("Exception in thread: hit an exception"), 0b011);
+        assert_eq!(SET.held("Exception in [2026 x hit an exception"), 0b111);
+        assert_eq!(SET.held("nothing"), 0);
+        // (a set whose literals overlap is searched a literal at a time)
+        static OVERLAPPING: LiteralSet = LiteralSet::new(&["Exception in ", " NCCL "]);
+        assert_eq!(OVERLAPPING.held("Exception in NCCL watchdog"), 0b11);
+    }
 
     #[test]
     fn slices_count_characters() {
