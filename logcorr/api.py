@@ -60,7 +60,7 @@ from logcorr.stream import (
     compact,
     count_at_most,
     count_before,
-    key_at,
+    key_of,
     memory_budget_for,
     merge,
     numbered,
@@ -555,8 +555,8 @@ class _Kept:
         ends = pl.concat([timed.head(self.keep), timed.tail(self.keep)]) \
             if timed.height > 2 * self.keep else timed
         if timed.height >= self.keep:
-            self.low = key_at(timed, self.keep - 1)
-            self.high = key_at(timed, timed.height - self.keep)
+            self.low = key_of(timed, self.keep - 1)
+            self.high = key_of(timed, timed.height - self.keep)
         waiting = frame.filter(pl.col("_sk").is_null())
         if waiting.height > 2 * self.keep:
             # (a waiting file's rows will all take one key: only its first and last `keep`

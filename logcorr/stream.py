@@ -223,7 +223,8 @@ def sorted_by_key(frame: pl.DataFrame) -> pl.DataFrame:
     return frame.sort(SORT_COLUMNS)
 
 
-def _key_of(frame: pl.DataFrame, index: int) -> Key:
+def key_of(frame: pl.DataFrame, index: int) -> Key:
+    """The timeline key of row `index` of `frame`."""
     return _Keys(frame)[index]
 
 
@@ -266,7 +267,7 @@ def write_run(workspace: Workspace, frame: pl.DataFrame, runs: list[Run], rows: 
     does), else as a new run."""
     if frame.height == 0:
         return
-    first = _key_of(frame, 0)
+    first = key_of(frame, 0)
     last_run = runs[-1] if runs else None
     if last_run is None or last_run.last is None or first <= last_run.last:
         last_run = Run(first=first)
@@ -275,7 +276,7 @@ def write_run(workspace: Workspace, frame: pl.DataFrame, runs: list[Run], rows: 
     for start in range(0, frame.height, rows):
         run.pieces.append(workspace.write(frame.slice(start, rows), "run"))
     run.rows += frame.height
-    run.last = _key_of(frame, frame.height - 1)
+    run.last = key_of(frame, frame.height - 1)
 
 
 def merge(runs: Sequence[Run], columns: Sequence[str] | None = None) -> Iterator[pl.DataFrame]:
@@ -297,7 +298,7 @@ def merge(runs: Sequence[Run], columns: Sequence[str] | None = None) -> Iterator
 
     def load(run: Run, index: int) -> _Open:
         frame = run.pieces[index].read(wanted)
-        return _Open(run, index + 1, frame, _key_of(frame, frame.height - 1))
+        return _Open(run, index + 1, frame, key_of(frame, frame.height - 1))
 
     while active or waiting:
         bound = min((o.last for o in active if o.next < len(o.run.pieces)), default=None)
@@ -308,7 +309,7 @@ def merge(runs: Sequence[Run], columns: Sequence[str] | None = None) -> Iterator
                   for o in active]
         if sum(counts) > BATCH_ROWS:  # a smaller bound: each run gives at most its share
             share = max(1, BATCH_ROWS // len(active))
-            bound = min(_key_of(o.rows, min(c, share) - 1) for o, c in zip(active, counts) if c)
+            bound = min(key_of(o.rows, min(c, share) - 1) for o, c in zip(active, counts) if c)
             counts = [count_at_most(o.rows, bound) for o in active]
         taken: list[pl.DataFrame] = []
         still: list[_Open] = []
@@ -348,11 +349,6 @@ class _Open:
 def count_before(rows: pl.DataFrame, bound: Key) -> int:
     """How many leading rows of sorted `rows` have a key < bound (as `count_at_most`)."""
     return bisect.bisect_left(_Keys(rows), bound)
-
-
-def key_at(rows: pl.DataFrame, index: int) -> Key:
-    """The timeline key of row `index` of `rows`."""
-    return _key_of(rows, index)
 
 
 def count_at_most(rows: pl.DataFrame, bound: Key) -> int:

@@ -107,6 +107,40 @@ def test_head_and_tail_without_a_merge_match_the_merge(tmp_path: Path,
     assert analysis.tail(25).equals(timeline.tail(25))
 
 
+def test_the_ends_take_only_the_rows_that_can_be_among_them(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Sorted chunks offered to the timeline's ends (three files read one after the other,
+    each over the whole time range): once `keep` rows from each end are held, the chunks of
+    the later files give none but their first and last (nothing copied), and the ends equal
+    those of one sort of every row."""
+    copied: list[set[int]] = []
+    real = api.compact
+
+    def counting(frame: pl.DataFrame) -> pl.DataFrame:
+        copied.append(set(frame.get_column("file_id").to_list()))
+        return real(frame)
+
+    monkeypatch.setattr(api, "compact", counting)
+    keep = 5
+    kept = api._Kept(keep)
+    frames = []
+    for file_id in range(3):
+        keys = list(range(file_id, 3000, 3))
+        for start in range(0, len(keys), 50):
+            chunk = keys[start:start + 50]
+            frame = pl.DataFrame({"_sk": chunk, "file_id": [file_id] * len(chunk),
+                                  "line": [k // 3 + 1 for k in chunk], "part": [0] * len(chunk)},
+                                 schema={"_sk": pl.Int64, "file_id": pl.UInt32,
+                                         "line": pl.UInt32, "part": pl.UInt16})
+            frames.append(frame)
+            kept.offer(frame)
+    whole = pl.concat(frames).sort(stream.SORT_COLUMNS)
+    ends = kept.rows()
+    assert ends.equals(pl.concat([whole.head(keep), whole.tail(keep)]))
+    later = [files for files in copied if files and files <= {1, 2}]
+    assert 0 < len(later) <= 4  # (of their 40 chunks: the first and last of each file)
+
+
 def test_merge_gives_the_global_order_in_bounded_batches(monkeypatch: pytest.MonkeyPatch
                                                          ) -> None:
     """Runs that overlap in time merge into the order of one global sort, and no batch is
