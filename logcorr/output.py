@@ -98,7 +98,8 @@ def write_machine(batches: Iterable[pl.DataFrame], fmt: str, output: str | None)
 
 def _atomic(output: str, write: Callable[[IO[bytes]], object] | None,
             write_path: Callable[[str], object] | None = None) -> None:
-    """Write through a temporary file renamed into place at the end.
+    """Write through a temporary file renamed into place at the end (a device or a pipe,
+    `-o /dev/null`, is written in place).
 
     The temporary name is chosen before the file is created, so a Ctrl-C at any point
     (even right after creation) finds it in `finally` and removes it. Mode 0o666 lets the
@@ -110,6 +111,18 @@ def _atomic(output: str, write: Callable[[IO[bytes]], object] | None,
         raise InputError(f"cannot write {output}: folder {folder} does not exist")
     if target.is_dir():
         raise InputError(f"cannot write {output}: it is a folder; give a file name")
+    if target.exists() and not target.is_file():
+        # (a device or a pipe, `-o /dev/null`: written in place; renaming a file onto it
+        # would replace /dev/null itself for a user allowed to)
+        try:
+            if write is not None:
+                with open(target, "wb") as stream:
+                    write(stream)
+            if write_path is not None:
+                write_path(str(target))
+        except OSError as error:
+            raise InputError(f"cannot write {output}: {error.strerror}") from None
+        return
     temp = str(folder / f".{target.name}.{secrets.token_hex(6)}.partial")
     cleanup.register(temp)
     try:

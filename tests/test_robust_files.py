@@ -258,3 +258,29 @@ def test_zlib_is_what_gzip_uses() -> None:
     """Sanity: the corrupt-gzip inputs above really fail to decode."""
     with pytest.raises(zlib.error):
         zlib.decompress(b"\x1f\x8b\x08\x00" + b"\xde\xad\xbe\xef" * 100, 16 + zlib.MAX_WBITS)
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "parquet"])
+def test_output_to_a_pipe_is_written_in_place(tmp_path: Path, fmt: str) -> None:
+    """`-o` naming a pipe or a device (`-o /dev/null`) writes into it: a temporary file renamed
+    onto it would replace the pipe (as root, /dev/null itself) with a plain file."""
+    import threading
+
+    fixture = Path(__file__).parent.parent / "fixtures" / "analyze" / "tp8-crash-per-node"
+    pipe = tmp_path / "out.pipe"
+    os.mkfifo(pipe)
+    received: list[bytes] = []
+    reader = threading.Thread(target=lambda: received.append(pipe.read_bytes()))
+    reader.start()
+    code, _, err = run_cli(["analyze", str(fixture / "logs"), "--config",
+                            str(fixture / "args.json"), "--format", fmt, "-o", str(pipe)])
+    reader.join(timeout=60)
+    assert code == 0, err
+    assert pipe.is_fifo()
+    assert received and received[0]
+    assert [p.name for p in tmp_path.iterdir()] == ["out.pipe"]  # (no temporary file left)
+    plain = tmp_path / f"out.{fmt}"
+    code, _, err = run_cli(["analyze", str(fixture / "logs"), "--config",
+                            str(fixture / "args.json"), "--format", fmt, "-o", str(plain)])
+    assert code == 0, err
+    assert received[0] == plain.read_bytes()  # (the same bytes as into a file)
