@@ -29,13 +29,31 @@ static SAYS: LiteralSet = LiteralSet::new(&["Process ", "[F"]);
 enum Literals {
     Packed(Vec<aho_corasick::packed::Searcher>),
     Automaton(AhoCorasick),
+    /// A few literals that all start with one byte (`] Decode batch`, `] Prefill batch`):
+    /// compared where that byte stands (a line has few: an SGLang line one `]`), ~5x faster
+    /// than an automaton's prefilter, which stops at every line's `] `.
+    Led(u8, Vec<Box<[u8]>>),
 }
+
+/// The most literals `Literals::Led` compares at each place of their first byte.
+const LED_MOST: usize = 8;
 
 /// The most literals a packed searcher of `Literals` holds.
 const PACKED_GROUP: usize = 54;
 
 impl Literals {
     fn new(patterns: &[String]) -> Result<Literals, String> {
+        let first = patterns.first().and_then(|p| p.as_bytes().first()).copied();
+        if let Some(first) = first {
+            if patterns.len() <= LED_MOST
+                && patterns
+                    .iter()
+                    .all(|p| p.as_bytes().first() == Some(&first))
+            {
+                let literals = patterns.iter().map(|p| p.as_bytes().into()).collect();
+                return Ok(Literals::Led(first, literals));
+            }
+        }
         let groups = patterns.len().div_ceil(PACKED_GROUP).max(1);
         let size = patterns.len().div_ceil(groups).max(1);
         let packed: Option<Vec<_>> = patterns
@@ -64,6 +82,11 @@ impl Literals {
         match self {
             Literals::Packed(searchers) => searchers.iter().any(|s| s.find(text).is_some()),
             Literals::Automaton(automaton) => automaton.is_match(text),
+            Literals::Led(first, literals) => {
+                let bytes = text.as_bytes();
+                memchr::memchr_iter(*first, bytes)
+                    .any(|at| literals.iter().any(|l| bytes[at..].starts_with(l)))
+            }
         }
     }
 }
@@ -79,7 +102,7 @@ pub struct Selection {
     longest: usize,
     child_died: Regex,
     glog_fatal: Regex,
-    progress: AhoCorasick,
+    progress: Literals,
     /// A line at least this long (bytes) may be a hard wrap's first half.
     wrap_min: usize,
 }
@@ -92,19 +115,12 @@ impl Selection {
         progress: &[String],
         wrap_min: usize,
     ) -> Result<Selection, String> {
-        let build = |patterns: &[String]| {
-            AhoCorasick::builder()
-                .match_kind(MatchKind::LeftmostFirst)
-                .kind(Some(AhoCorasickKind::DFA))
-                .build(patterns)
-                .map_err(|e| e.to_string())
-        };
         Ok(Selection {
             stems: Literals::new(stems)?,
             longest: stems.iter().map(|s| s.chars().count()).max().unwrap_or(0),
             child_died: Regex::new(child_died).map_err(|e| e.to_string())?,
             glog_fatal: Regex::new(glog_fatal).map_err(|e| e.to_string())?,
-            progress: build(progress)?,
+            progress: Literals::new(progress)?,
             wrap_min,
         })
     }
@@ -425,6 +441,40 @@ mod tests {
             let plain = patterns.iter().any(|p| line.contains(p.as_str()));
             assert_eq!(literals.is_match(line), plain, "{line:?}");
         }
+    }
+
+    #[test]
+    fn literals_led_by_one_byte_find_what_a_plain_search_finds() {
+        let patterns: Vec<String> = ["] Decode batch", "] Prefill batch", "]]x"]
+            .map(String::from)
+            .to_vec();
+        let literals = Literals::new(&patterns).expect("literals");
+        assert!(matches!(&literals, Literals::Led(b']', l) if l.len() == 3));
+        let lines = [
+            "[2026-11-29 10:00:00 TP0] Decode batch. #running-req: 8",
+            "[2026-11-29 10:00:00 TP0] Prefill batch. #new-seq: 1",
+            "[2026-11-29 10:00:00 TP0] Decode batc",
+            "[a] [b] ] Prefill batch",
+            "x]] Decode batch",
+            "]]]x",
+            "]]",
+            "]",
+            "",
+            "[2026-11-29 10:00:00 TP0] décodé ] Decode batch",
+            "no close bracket at all Decode batch",
+        ];
+        for line in lines {
+            let plain = patterns.iter().any(|p| line.contains(p.as_str()));
+            assert_eq!(literals.is_match(line), plain, "{line:?}");
+        }
+        // (literals that do not share their first byte, or too many, are not led)
+        let mixed = Literals::new(&["] a".to_string(), "b".to_string()]).expect("mixed");
+        assert!(!matches!(mixed, Literals::Led(..)));
+        let many: Vec<String> = (0..=LED_MOST).map(|i| format!("]{i}")).collect();
+        assert!(!matches!(
+            Literals::new(&many).expect("many"),
+            Literals::Led(..)
+        ));
     }
 
     fn row(line: u32, proc: Option<u32>, ts_full: Option<i64>) -> Counted {
