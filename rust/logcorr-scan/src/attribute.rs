@@ -349,7 +349,8 @@ impl Attributor {
         let Some(gather) = &mut self.gather else {
             return;
         };
-        for row in 0..c.len() {
+        let stems = gather.stems_of(&c.text);
+        for (row, &stem) in stems.iter().enumerate() {
             let key = self.keys_seen[row];
             let text = c.text.get(row);
             let msg = c.msg.get(row);
@@ -374,7 +375,7 @@ impl Attributor {
             let next = out.next.get(row);
             let says = gather.says(text, msg);
             let fields = c.comm_id.spans[row].is_some() || c.torch_rank[row].is_some();
-            let event = gather.event_text(text, msg, next, says || fields);
+            let event = gather.event_text(text, msg, next, stem, says || fields);
             let event = event.map(|(text, stem)| Event {
                 sk: 0,
                 file_id: c.file_id[row],

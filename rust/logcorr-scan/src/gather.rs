@@ -15,6 +15,7 @@ use regex::Regex;
 
 use crate::attribute::Coordinates;
 use crate::keys::KeyId;
+use crate::model::TextColumn;
 use crate::text::{len_chars, LiteralSet};
 
 /// What a dead child's line (`Process `) and glog's fatal severity (a `[F` before its stamp)
@@ -88,6 +89,64 @@ impl Literals {
                     .any(|at| literals.iter().any(|l| bytes[at..].starts_with(l)))
             }
         }
+    }
+
+    /// Whether each row of `texts` holds one of the literals, each of its buffers searched
+    /// once by each packed searcher (a searcher's matches do not overlap: a match that runs
+    /// past a row's start or end could hide one inside that row, so such a row is searched
+    /// on its own).
+    fn rows_holding(&self, texts: &TextColumn) -> Vec<bool> {
+        let Literals::Packed(searchers) = self else {
+            return (0..texts.len())
+                .map(|r| self.is_match(texts.get(r)))
+                .collect();
+        };
+        let buffers: Vec<&str> = texts
+            .blocks
+            .iter()
+            .map(String::as_str)
+            .chain([texts.extra.as_str()])
+            .collect();
+        let extra = buffers.len() - 1;
+        // per searcher and buffer: its matches' (start, end), in order
+        let found: Vec<Vec<Vec<(u32, u32)>>> = searchers
+            .iter()
+            .map(|searcher| {
+                buffers
+                    .iter()
+                    .map(|buffer| {
+                        searcher
+                            .find_iter(buffer)
+                            .map(|m| (m.start() as u32, m.end() as u32))
+                            .collect()
+                    })
+                    .collect()
+            })
+            .collect();
+        let mut holds = Vec::with_capacity(texts.len());
+        for (row, &(buffer, from, len)) in texts.spans.iter().enumerate() {
+            let buffer = if buffer == u32::MAX {
+                extra
+            } else {
+                buffer as usize
+            };
+            let to = from + len;
+            let (mut inside, mut across) = (false, false);
+            for matches in &found {
+                let matches = &matches[buffer];
+                let first = matches.partition_point(|&(start, _)| start < from);
+                across |= first > 0 && matches[first - 1].1 > from;
+                for &(_, end) in matches[first..].iter().take_while(|(s, _)| *s < to) {
+                    if end <= to {
+                        inside = true;
+                    } else {
+                        across = true;
+                    }
+                }
+            }
+            holds.push(inside || (across && self.is_match(texts.get(row))));
+        }
+        holds
     }
 }
 
@@ -370,20 +429,26 @@ impl Gather {
         self.selection.progress.is_match(text)
     }
 
+    /// Whether each of a chunk's texts holds a stem.
+    pub fn stems_of(&self, texts: &TextColumn) -> Vec<bool> {
+        self.selection.stems.rows_holding(texts)
+    }
+
     /// The event text of a line, when it is an event row: its message (the line under a
     /// wrapper), or, for a line a hard wrap or a `\\` may have cut a stem of, the two halves
     /// joined when their seam holds a stem.
     ///
-    /// With it, whether the text holds a stem (`other`: the row's other reasons to be one).
+    /// With it, whether the text holds a stem (`stem`: whether it does, from `stems_of`;
+    /// `other`: the row's other reasons to be one).
     pub fn event_text(
         &self,
         text: &str,
         msg: Option<&str>,
         next: Option<&str>,
+        stem: bool,
         other: bool,
     ) -> Option<(String, bool)> {
         let s = &self.selection;
-        let stem = s.stems.is_match(text);
         let cut = !stem && next.is_some() && (text.len() >= s.wrap_min || text.ends_with('\\'));
         let whole = msg.unwrap_or(text);
         if !cut {
@@ -417,6 +482,105 @@ impl Gather {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    /// Rows over `blocks` (each a span of a block, possibly overlapping or empty) and texts of
+    /// their own (in the extra buffer, one after another).
+    fn texts_of(blocks: &[String], spans: &[(usize, usize, usize)], own: &[String]) -> TextColumn {
+        let mut texts = TextColumn {
+            blocks: blocks.to_vec(),
+            ..TextColumn::default()
+        };
+        for &(block, from, len) in spans {
+            let block_text = &blocks[block % blocks.len()];
+            let from = from % (block_text.len() + 1);
+            let to = (from + len).min(block_text.len());
+            let at = (block % blocks.len()) as u32;
+            texts.push(&block_text[from..to], Some((at, from as u32)));
+        }
+        for text in own {
+            texts.push(text, None);
+        }
+        texts
+    }
+
+    fn stem_patterns() -> Vec<String> {
+        // (overlapping ones, ones that are prefixes of others, a newline: across rows)
+        let mut patterns: Vec<String> = (0..110).map(|i| format!("stem{i:03}")).collect();
+        patterns
+            .extend(["Traceback (most", "Traceback", "back (m", "ab\ncd", "aaa"].map(String::from));
+        patterns
+    }
+
+    #[test]
+    fn rows_holding_a_literal_are_those_a_search_of_each_row_finds() {
+        let patterns = stem_patterns();
+        let literals = Literals::new(&patterns).expect("literals");
+        assert!(matches!(&literals, Literals::Packed(groups) if groups.len() == 3));
+        let blocks = vec![
+            "x Traceback (most recent call last):\nstem007 and stem1\n10 aaaa\nab\ncd\n"
+                .to_string(),
+            "Traceback (most".to_string(),
+        ];
+        // rows: whole lines, a row cut inside a match, rows across lines, an empty row
+        let spans = [
+            (0, 0, 36),
+            (0, 0, 12),
+            (0, 2, 9),
+            (0, 5, 10),
+            (0, 37, 17),
+            (0, 45, 5),
+            (0, 55, 4),
+            (0, 55, 2),
+            (0, 60, 5),
+            (0, 58, 0),
+            (1, 0, 15),
+            (1, 1, 14),
+        ];
+        let own = [
+            "stem00".to_string(),
+            "1 back".to_string(),
+            " (more".to_string(),
+        ];
+        let texts = texts_of(&blocks, &spans, &own);
+        let held = literals.rows_holding(&texts);
+        for row in 0..texts.len() {
+            let text = texts.get(row);
+            let plain = patterns.iter().any(|p| text.contains(p.as_str()));
+            assert_eq!(held[row], plain, "row {row}: {text:?}");
+        }
+        assert!(held.iter().any(|&h| h) && held.iter().any(|&h| !h));
+    }
+
+    proptest! {
+        #[test]
+        fn rows_holding_a_literal_agree_with_a_search_of_each_row(
+            blocks in prop::collection::vec("(stem0[0-9]{2}|Trace|back|Traceback \\(most|aa|a|b|\\n|c|d| |é){0,40}", 1..4),
+            spans in prop::collection::vec((0usize..4, 0usize..200, 0usize..60), 0..40),
+            own in prop::collection::vec("(stem0[0-9]{2}|Trace|back|aa|a|b| ){0,6}", 0..6),
+        ) {
+            let patterns = stem_patterns();
+            let literals = Literals::new(&patterns).expect("literals");
+            // (spans are cut at character boundaries: a row is a str)
+            let spans: Vec<(usize, usize, usize)> = spans
+                .into_iter()
+                .map(|(b, from, len)| {
+                    let block = &blocks[b % blocks.len()];
+                    let mut from = from % (block.len() + 1);
+                    while !block.is_char_boundary(from) { from -= 1; }
+                    let mut to = (from + len).min(block.len());
+                    while !block.is_char_boundary(to) { to -= 1; }
+                    (b, from, to - from)
+                })
+                .collect();
+            let texts = texts_of(&blocks, &spans, &own);
+            let held = literals.rows_holding(&texts);
+            for (row, &h) in held.iter().enumerate() {
+                let text = texts.get(row);
+                prop_assert_eq!(h, patterns.iter().any(|p| text.contains(p.as_str())), "{:?}", text);
+            }
+        }
+    }
 
     #[test]
     fn literals_in_groups_find_what_a_plain_search_finds() {
