@@ -544,10 +544,11 @@ mod tests {
         ];
         let texts = texts_of(&blocks, &spans, &own);
         let held = literals.rows_holding(&texts);
-        for row in 0..texts.len() {
+        assert_eq!(held.len(), texts.len());
+        for (row, &h) in held.iter().enumerate() {
             let text = texts.get(row);
             let plain = patterns.iter().any(|p| text.contains(p.as_str()));
-            assert_eq!(held[row], plain, "row {row}: {text:?}");
+            assert_eq!(h, plain, "row {row}: {text:?}");
         }
         assert!(held.iter().any(|&h| h) && held.iter().any(|&h| !h));
     }
