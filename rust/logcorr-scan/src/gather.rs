@@ -547,8 +547,7 @@ mod tests {
         assert_eq!(held.len(), texts.len());
         for (row, &h) in held.iter().enumerate() {
             let text = texts.get(row);
-            let plain = patterns.iter().any(|p| text.contains(p.as_str()));
-            assert_eq!(h, plain, "row {row}: {text:?}");
+            assert_eq!(h, plain(&patterns, text), "row {row}: {text:?}");
         }
         assert!(held.iter().any(|&h| h) && held.iter().any(|&h| !h));
     }
@@ -578,8 +577,19 @@ mod tests {
             let held = literals.rows_holding(&texts);
             for (row, &h) in held.iter().enumerate() {
                 let text = texts.get(row);
-                prop_assert_eq!(h, patterns.iter().any(|p| text.contains(p.as_str())), "{:?}", text);
+                prop_assert_eq!(h, plain(&patterns, text), "{:?}", text);
             }
+        }
+    }
+
+    /// Whether any of `patterns` occurs in `text`, by a plain search of each.
+    fn plain(patterns: &[String], text: &str) -> bool {
+        patterns.iter().any(|p| text.contains(p.as_str()))
+    }
+
+    fn finds_what_a_plain_search_finds(literals: &Literals, patterns: &[String], lines: &[&str]) {
+        for line in lines {
+            assert_eq!(literals.is_match(line), plain(patterns, line), "{line:?}");
         }
     }
 
@@ -602,10 +612,7 @@ mod tests {
             "",
             "stem12",
         ];
-        for line in lines {
-            let plain = patterns.iter().any(|p| line.contains(p.as_str()));
-            assert_eq!(literals.is_match(line), plain, "{line:?}");
-        }
+        finds_what_a_plain_search_finds(&literals, &patterns, &lines);
     }
 
     #[test]
@@ -628,10 +635,7 @@ mod tests {
             "[2026-11-29 10:00:00 TP0] décodé ] Decode batch",
             "no close bracket at all Decode batch",
         ];
-        for line in lines {
-            let plain = patterns.iter().any(|p| line.contains(p.as_str()));
-            assert_eq!(literals.is_match(line), plain, "{line:?}");
-        }
+        finds_what_a_plain_search_finds(&literals, &patterns, &lines);
         // (literals that do not share their first byte, or too many, are not led)
         let mixed = Literals::new(&["] a".to_string(), "b".to_string()]).expect("mixed");
         assert!(!matches!(mixed, Literals::Led(..)));
