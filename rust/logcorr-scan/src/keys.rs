@@ -50,7 +50,35 @@ pub struct Keys {
     /// … its number of lines and its smallest line number.
     pub counts: Vec<u64>,
     pub first_line: Vec<u32>,
-    buffer: Vec<u8>,
+    last: Last,
+}
+
+/// The last key looked up, serialised, and its number: a file's lines mostly repeat the key
+/// of the line before, which is then told by comparing bytes, not by hashing them.
+#[derive(Default)]
+pub struct Last {
+    buf: Vec<u8>,
+    key: Vec<u8>,
+    id: Option<KeyId>,
+}
+
+impl Last {
+    /// The number `lookup` gives the key of a part's fields (encoded into `buf`), unless it is
+    /// the last key's.
+    fn id(
+        &mut self,
+        file_id: u32,
+        f: &Fields<'_>,
+        lookup: impl FnOnce(&[u8]) -> Option<KeyId>,
+    ) -> Option<KeyId> {
+        encode(file_id, f, &mut self.buf);
+        if self.id.is_some() && self.buf == self.key {
+            return self.id;
+        }
+        std::mem::swap(&mut self.buf, &mut self.key);
+        self.id = lookup(&self.key);
+        self.id
+    }
 }
 
 fn put_str(buf: &mut Vec<u8>, value: Option<&str>) {
@@ -123,32 +151,29 @@ pub fn encode(file_id: u32, f: &Fields<'_>, buf: &mut Vec<u8>) {
 impl Keys {
     /// The number of a part's key, adding it when new (and counting the line).
     pub fn add(&mut self, file_id: u32, line: u32, f: &Fields<'_>) -> KeyId {
-        let mut buf = std::mem::take(&mut self.buffer);
-        encode(file_id, f, &mut buf);
-        let id = match self.index.get(buf.as_slice()).copied() {
-            Some(id) => {
-                self.counts[id as usize] += 1;
-                let first = &mut self.first_line[id as usize];
-                *first = (*first).min(line);
-                id
-            }
-            None => {
-                let id = self.counts.len() as KeyId;
-                self.index.insert(buf.clone().into_boxed_slice(), id);
-                self.rows.push(file_id, line, f, None);
-                self.counts.push(1);
-                self.first_line.push(line);
-                id
-            }
-        };
-        self.buffer = buf;
+        let mut last = std::mem::take(&mut self.last);
+        let id = last
+            .id(file_id, f, |key| {
+                Some(self.index.get(key).copied().unwrap_or_else(|| {
+                    let id = self.counts.len() as KeyId;
+                    self.index.insert(key.into(), id);
+                    self.rows.push(file_id, line, f, None);
+                    self.counts.push(0);
+                    self.first_line.push(line);
+                    id
+                }))
+            })
+            .expect("a key row");
+        self.last = last;
+        self.counts[id as usize] += 1;
+        let first = &mut self.first_line[id as usize];
+        *first = (*first).min(line);
         id
     }
 
-    /// The number of a part's key, which pass 1 added (`buf`: room to write the key in).
-    pub fn find(&self, file_id: u32, f: &Fields<'_>, buf: &mut Vec<u8>) -> Option<KeyId> {
-        encode(file_id, f, buf);
-        self.index.get(buf.as_slice()).copied()
+    /// The number of a part's key, which pass 1 added (`last`: the last key looked up).
+    pub fn find(&self, file_id: u32, f: &Fields<'_>, last: &mut Last) -> Option<KeyId> {
+        last.id(file_id, f, |key| self.index.get(key).copied())
     }
 
     /// Add the keys of `other` (a later part of the set), their counts and first lines merged;
@@ -186,5 +211,57 @@ impl Keys {
 
     pub fn is_empty(&self) -> bool {
         self.counts.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::borrow::Cow;
+
+    fn fields(host: &str, pid: i64) -> Fields<'static> {
+        Fields {
+            host: Some(Cow::Owned(host.to_string())),
+            pid: Some(pid),
+            ..Fields::default()
+        }
+    }
+
+    #[test]
+    fn a_repeated_key_and_a_changed_one_get_their_own_numbers_and_counts() {
+        let (a, b, c) = (fields("node0", 7), fields("node0", 8), fields("node1", 7));
+        let mut keys = Keys::default();
+        let order = [
+            (0, &a),
+            (0, &a),
+            (0, &b),
+            (0, &a),
+            (1, &a),
+            (1, &a),
+            (0, &c),
+        ];
+        let ids: Vec<KeyId> = order
+            .iter()
+            .enumerate()
+            .map(|(line, (file, f))| keys.add(*file, 10 - line as u32, f))
+            .collect();
+        // (the same fields in another file are another key)
+        assert_eq!(ids, [0, 0, 1, 0, 2, 2, 3]);
+        assert_eq!(keys.counts, [3, 1, 2, 1]);
+        assert_eq!(keys.first_line, [7, 8, 5, 4]);
+        let mut last = Last::default();
+        let found: Vec<Option<KeyId>> = order
+            .iter()
+            .chain([(2, &a), (2, &a), (0, &a)].iter())
+            .map(|(file, f)| keys.find(*file, f, &mut last))
+            .collect();
+        assert_eq!(
+            found,
+            [0, 0, 1, 0, 2, 2, 3]
+                .map(Some)
+                .into_iter()
+                .chain([None, None, Some(0)])
+                .collect::<Vec<_>>()
+        );
     }
 }

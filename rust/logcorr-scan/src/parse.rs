@@ -20,7 +20,7 @@ use crate::model::{Columns, Fields, Role, Source};
 use crate::parts::{self, Part};
 use crate::patterns as p;
 use crate::stamp::{self, Format};
-use crate::text::{int, slice_chars, strip, Literal, LiteralSet, CLOSE};
+use crate::text::{close, int, slice_chars, strip, Literal, LiteralSet};
 use crate::wrappers::{self, Peeled};
 use memchr::memmem::Finder;
 
@@ -108,17 +108,18 @@ pub fn parse_into(
     let mut glued = std::mem::take(&mut scratch.glued);
     glued.clear();
     glued.extend(peeled.iter().map(|w| parts::glued(&w.body, w.json)));
-    let mut hosts: Vec<String> = Vec::new();
+    let mut hosts: Vec<&str> = Vec::new();
     if glued.iter().any(|&g| g) {
-        // (hosts of the chunk's clean NCCL lines, and of the rest's lines' starts)
+        // (hosts of the chunk's clean NCCL lines, and of the rest's lines' starts; a line
+        // mostly names the host the line before it named)
         let clean = lines
             .iter()
             .zip(quick.iter())
             .filter_map(|(line, q)| q.host(line.text));
-        hosts.extend(clean.map(str::to_string));
-        for w in &peeled {
-            if let Some(host) = parts::host_at_start(&w.body) {
-                hosts.push(host.to_string());
+        let starts = peeled.iter().filter_map(|w| parts::host_at_start(&w.body));
+        for host in clean.chain(starts) {
+            if hosts.last() != Some(&host) {
+                hosts.push(host);
             }
         }
     }
@@ -224,12 +225,12 @@ pub fn said_of(lines: &[Line<'_>]) -> Vec<Said> {
 
 /// Hosts known to the chunk (clean NCCL lines' and glued lines' starts), distinct, shortest
 /// first (so that the longest one a host run ends with is found last).
-fn known_hosts(mut hosts: Vec<String>) -> Vec<String> {
+fn known_hosts(mut hosts: Vec<&str>) -> Vec<String> {
     hosts.retain(|h| !h.is_empty());
-    hosts.sort();
+    hosts.sort_unstable();
     hosts.dedup();
     hosts.sort_by_key(|h| h.chars().count());
-    hosts
+    hosts.into_iter().map(str::to_string).collect()
 }
 
 fn last_said(lines: &[Line<'_>], said: &[&str], before: &[Said]) -> Vec<Said> {
@@ -388,6 +389,19 @@ fn local(f: &mut Fields<'_>) {
     }
 }
 
+/// Per byte: the stems of `patterns::ROLE_STEMS` that start with `] ` and that byte (bit `i`:
+/// stem `i`).
+static BRACKET_STEMS: std::sync::LazyLock<[u32; 256]> = std::sync::LazyLock::new(|| {
+    let mut table = [0u32; 256];
+    for (index, (stem, _)) in p::ROLE_STEMS.iter().enumerate() {
+        if let [b']', b' ', third, ..] = stem.as_bytes() {
+            table[*third as usize] |= 1 << index;
+        }
+    }
+    table
+});
+const _: () = assert!(p::ROLE_STEMS.len() <= 32, "a stem per bit of BRACKET_STEMS");
+
 /// The role the first stem of `patterns::ROLE_STEMS` (in the list's order) that the text holds
 /// names. A stem starts with `] ` (looked for where the text has one), or holds `hit an
 /// exception` or `Exception in ` (looked for only when the text does).
@@ -399,16 +413,19 @@ fn stem_role(text: &str, exception: bool) -> Option<Role> {
             continue;
         }
         let rest = &bytes[at..];
-        // (the byte after `] ` tells most stems apart before a whole comparison)
+        // (the byte after `] ` tells most stems apart before a whole comparison: only the
+        // stems it starts are compared, in the list's order)
         let Some(&third) = rest.get(2) else { continue };
-        for (index, (stem, _)) in p::ROLE_STEMS.iter().enumerate() {
+        let mut stems = BRACKET_STEMS[third as usize];
+        while stems != 0 {
+            let index = stems.trailing_zeros() as usize;
             if first.is_some_and(|f| f <= index) {
                 break;
             }
-            let stem = stem.as_bytes();
-            if stem[0] == b']' && stem[2] == third && rest.starts_with(stem) {
+            if rest.starts_with(p::ROLE_STEMS[index].0.as_bytes()) {
                 first = Some(index);
             }
+            stems &= stems - 1;
         }
     }
     if exception {
@@ -573,7 +590,7 @@ impl Quick {
 /// `[YYYY-MM-DD HH:MM:SS(.mmm)?( TOKEN)*] message`: stamp and tail at fixed offsets.
 fn sglang_fast(text: &str) -> Option<Quick> {
     // (a line cut before its `] ` keeps its stamp and tokens: the tail runs to its end)
-    let close = CLOSE.find(text);
+    let close = close(text);
     let ts = stamp::parse(slice_chars(text, 1, Some(19)), Format::Seconds)?;
     let tail = slice_chars(text, 20, close.map(|c| c.saturating_sub(20)));
     let (ms, tokens) = match tail.strip_prefix('.') {
@@ -724,4 +741,52 @@ fn nccl_fast<'a>(
         device: h.device,
         cut: cut as u32,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The role a plain search of each stem, in the list's order, finds.
+    fn plain_role(text: &str, exception: bool) -> Option<Role> {
+        p::ROLE_STEMS
+            .iter()
+            .find(|(stem, _)| (stem.starts_with("] ") || exception) && text.contains(stem))
+            .and_then(|(_, role)| Role::from_name(role))
+    }
+
+    #[test]
+    fn a_line_takes_the_role_of_the_first_stem_it_holds() {
+        let mut texts = vec![
+            String::new(),
+            "] ".to_string(),
+            "]] Decode batch".to_string(),
+            "[2026-12-03 03:00:00] Decode batch. #running-req: 1".to_string(),
+            "host:1:2 [3] NCCL INFO comm 0x1 rank 0".to_string(),
+            "] Decode batc] Scheduler hit an exception".to_string(),
+            "x] Load weight end] Load weight begin".to_string(),
+            "Exception in run_tp_server] Decode batch".to_string(),
+            "é] KV Cache is allocated".to_string(),
+        ];
+        // (each stem alone, after another, and cut short by a byte)
+        for (i, (stem, _)) in p::ROLE_STEMS.iter().enumerate() {
+            let (other, _) = p::ROLE_STEMS[(i * 7 + 3) % p::ROLE_STEMS.len()];
+            texts.push(format!("[x] {stem} tail"));
+            texts.push(format!("{other}] {stem}"));
+            texts.push(stem[..stem.len() - 1].to_string());
+        }
+        for text in &texts {
+            for exception in [false, true] {
+                assert_eq!(
+                    stem_role(text, exception),
+                    plain_role(text, exception),
+                    "{text:?} {exception}"
+                );
+            }
+        }
+        assert_eq!(
+            stem_role("[t] Decode batch", false),
+            Role::from_name("scheduler")
+        );
+    }
 }

@@ -239,10 +239,10 @@ mod tests {
     fn key_rows_sent_as_bytes_find_the_same_numbers() {
         let survey = survey_of(0, &A);
         let keys = keys_from_bytes(&keys_to_bytes(&survey.keys)).unwrap();
-        let mut buf = Vec::new();
+        let mut last = crate::keys::Last::default();
         for id in 0..survey.keys.len() {
             let f = survey.keys.rows.fields(id);
-            assert_eq!(keys.find(0, &f, &mut buf), Some(id as KeyId));
+            assert_eq!(keys.find(0, &f, &mut last), Some(id as KeyId));
         }
     }
 

@@ -53,6 +53,45 @@ impl Pieces {
         })
     }
 
+    /// The next piece of at most `max` (> 0) decoded bytes put at the end of `out` (a plain
+    /// file's read there directly); false at the end. Errors as `next_piece`.
+    pub fn next_piece_onto(&mut self, out: &mut Vec<u8>, max: usize) -> Result<bool, Problem> {
+        if self.gzip.is_some() || !self.head.is_empty() || out.is_empty() || self.finished {
+            return match self.next_piece(max)? {
+                Some(piece) if out.is_empty() => {
+                    *out = piece;
+                    Ok(true)
+                }
+                Some(piece) => {
+                    out.extend_from_slice(&piece);
+                    Ok(true)
+                }
+                None => Ok(false),
+            };
+        }
+        if let Some(problem) = self.problem.take() {
+            self.finished = true;
+            return Err(problem);
+        }
+        let before = out.len();
+        match plain_onto(&mut self.file, out, max.max(1)) {
+            Ok(0) => {
+                self.finished = true;
+                Ok(false)
+            }
+            Ok(_) => Ok(true),
+            Err(error) => {
+                let problem = Problem::Io(error.to_string());
+                if out.len() == before {
+                    self.finished = true;
+                    return Err(problem);
+                }
+                self.problem = Some(problem);
+                Ok(true)
+            }
+        }
+    }
+
     /// The next piece of at most `max` (> 0) decoded bytes; None at the end. When the file
     /// stops early, every byte that was read comes first, then `Err` once.
     pub fn next_piece(&mut self, max: usize) -> Result<Option<Vec<u8>>, Problem> {
@@ -98,15 +137,22 @@ const FIRST_ROOM: usize = 1 << 20;
 
 fn plain(file: &mut File, head: &mut Vec<u8>, max: usize) -> Step {
     let mut piece = std::mem::take(head);
-    if piece.len() < max {
-        let want = max - piece.len();
-        piece.reserve(want.min(FIRST_ROOM));
-        // (what was read before an error stays in `piece`)
-        if let Err(error) = file.take(want as u64).read_to_end(&mut piece) {
-            return Err((piece, Problem::Io(error.to_string())));
-        }
+    let want = max.saturating_sub(piece.len());
+    // (what was read before an error stays in `piece`)
+    if let Err(error) = plain_onto(file, &mut piece, want) {
+        return Err((piece, Problem::Io(error.to_string())));
     }
     Ok((!piece.is_empty()).then_some(piece))
+}
+
+/// Read at most `want` more bytes of a plain file onto the end of `out` (its room grows as the
+/// bytes come); what was read before an error stays in `out`.
+fn plain_onto(file: &mut File, out: &mut Vec<u8>, want: usize) -> io::Result<usize> {
+    if want == 0 {
+        return Ok(0);
+    }
+    out.reserve(want.min(FIRST_ROOM));
+    file.take(want as u64).read_to_end(out)
 }
 
 fn read_full(file: &mut File, buf: &mut [u8]) -> io::Result<usize> {
@@ -404,15 +450,14 @@ impl Iterator for Blocks {
             if self.ended {
                 return self.tail.pop();
             }
-            let piece = match self.pieces.next_piece(self.size) {
-                Ok(Some(piece)) => piece,
-                Ok(None) => Vec::new(),
+            let more = match self.pieces.next_piece_onto(&mut self.carry, self.size) {
+                Ok(more) => more,
                 Err(problem) => {
                     self.problem = Some(problem);
-                    Vec::new()
+                    false
                 }
             };
-            if piece.is_empty() {
+            if !more {
                 self.ended = true;
                 let mut ready = std::mem::take(&mut self.ready);
                 let mut carry = std::mem::take(&mut self.carry);
@@ -427,7 +472,6 @@ impl Iterator for Blocks {
                 }
                 continue;
             }
-            self.carry.extend_from_slice(&piece);
             if self.carry.len() < self.size {
                 continue;
             }

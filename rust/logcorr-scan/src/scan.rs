@@ -10,7 +10,7 @@ use rustc_hash::FxHashSet as HashSet;
 use std::io;
 use std::path::PathBuf;
 
-use crate::keys::{KeyId, Keys};
+use crate::keys::{KeyId, Keys, Last};
 use crate::model::{Columns, Fields, NOWHERE};
 use crate::parse::{parse_chunk, parse_into, said_of, Line, Said, Scratch, Sink};
 use crate::read::{split_lines, Blocks, Pieces, Problem};
@@ -186,6 +186,13 @@ impl ChunkReader {
         let (file_id, first_line) = (uncut.file_id, uncut.next_line);
         let text = if uncut.at == 0 && end == rest.len() {
             self.uncut.take()?.text
+        } else if uncut.at == 0 && 2 * end >= rest.len() {
+            // (the block is the larger part: the rest is copied, not the block, which keeps
+            // the piece's memory without its spare room)
+            let after = uncut.text.split_off(end);
+            let mut text = std::mem::replace(&mut uncut.text, after);
+            text.shrink_to_fit();
+            text
         } else {
             let text = uncut.text[uncut.at..uncut.at + end].to_string();
             uncut.at += end;
@@ -254,14 +261,14 @@ struct Keyed<'k> {
     columns: Columns,
     ids: Vec<KeyId>,
     keys: &'k Keys,
-    buf: Vec<u8>,
+    last: Last,
 }
 
 impl Sink for Keyed<'_> {
     fn push(&mut self, file_id: u32, line: u32, fields: &Fields<'_>, at: Option<(u32, u32)>) {
         self.columns.push(file_id, line, fields, at);
         // (pass 1 saw every key the same bytes give; one it did not is a bug: KeyId::MAX)
-        let id = self.keys.find(file_id, fields, &mut self.buf);
+        let id = self.keys.find(file_id, fields, &mut self.last);
         self.ids.push(id.unwrap_or(KeyId::MAX));
     }
 }
@@ -334,7 +341,7 @@ impl Scanner {
             columns: Columns::default(),
             ids: Vec::with_capacity(lines.len()),
             keys,
-            buf: Vec::new(),
+            last: Last::default(),
         };
         keyed.columns.reserve(lines.len());
         let before = self.before(&raw);
@@ -438,5 +445,45 @@ mod tests {
         // (each block holds its own lines' bytes, not a copy of the whole piece)
         assert_eq!(blocks[1].text, "line 4\r\nline 5\r\nline 6\r\nline 7\r\n");
         assert_eq!(blocks[2].text, "line 8\r\nline 9\r\n\nend");
+    }
+
+    #[test]
+    fn blocks_hold_each_byte_once_in_order_whatever_the_piece_and_block_sizes() {
+        let dir = std::env::temp_dir().join(format!("logcorr-sizes-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        let path = dir.join("b.log");
+        let mut text = String::new();
+        for i in 0..40 {
+            match i % 5 {
+                0 => text.push_str("\r\n"),
+                1 => text.push_str(&"x".repeat(i * 3)),
+                _ => text.push_str(&format!("[2026-12-03 03:00:{i:02} TP{i}] line {i}")),
+            }
+            text.push('\n');
+        }
+        text.push_str("no newline at the end");
+        std::fs::write(&path, &text).expect("write");
+        let expected_lines = split_lines(&text).len();
+        for chunk_bytes in [1, 2, 5, 16, 64, 200, 1 << 20] {
+            for max_rows in [1, 2, 3, 4, 7, 13, 25, 1000] {
+                let spec = FileSpec {
+                    file_id: 0,
+                    path: path.clone(),
+                    display: "b.log".into(),
+                };
+                let mut reader = ChunkReader::new(vec![spec], chunk_bytes, max_rows);
+                let (mut joined, mut next_line) = (String::new(), 1);
+                while let Some(block) = reader.next_block() {
+                    assert!(block.lines.len() <= max_rows, "{chunk_bytes} {max_rows}");
+                    assert_eq!(block.first_line, next_line, "{chunk_bytes} {max_rows}");
+                    assert_eq!(block.lines, split_lines(&block.text));
+                    next_line += block.lines.len() as u32;
+                    joined.push_str(&block.text);
+                }
+                assert_eq!(joined, text, "{chunk_bytes} {max_rows}");
+                assert_eq!(next_line as usize, expected_lines + 1);
+            }
+        }
+        std::fs::remove_dir_all(&dir).ok();
     }
 }
