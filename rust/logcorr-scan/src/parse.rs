@@ -603,7 +603,9 @@ fn sglang_fast(text: &str) -> Option<Quick> {
         }
         None => (None, tail),
     };
-    let encoder = ENCODE.find(tokens).is_some() && p::SGL_ENCODER.is_match(tokens);
+    // (rank tokens hold no `_`: the search is skipped on them)
+    let encoder =
+        tokens.contains('_') && ENCODE.find(tokens).is_some() && p::SGL_ENCODER.is_match(tokens);
     let ranks = match canonical_ranks(tokens) {
         Some(ranks) => ranks,
         None => p::SGL_TOKENS.is_match(tokens).then(|| rank_tokens(tokens)),
@@ -630,7 +632,11 @@ fn sglang_fast(text: &str) -> Option<Quick> {
     };
     if ranks.iter().any(Option::is_some) {
         *role = Some(Role::Scheduler);
-        if YSPY.find(text).is_some() && p::PYSPY_HINT_RE.is_match(text) {
+        // (a batch line holds no `y`: the search is skipped on it)
+        if memchr::memchr(b'y', text.as_bytes()).is_some()
+            && YSPY.find(text).is_some()
+            && p::PYSPY_HINT_RE.is_match(text)
+        {
             *dumped = p::PYSPY_RE
                 .captures(text)
                 .and_then(|c| c.get(1))

@@ -6,6 +6,8 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
+use rustc_hash::FxHashMap;
+
 use crate::clock::{self, Stamp};
 use crate::keys::{KeyId, Keys};
 use crate::model::Fields;
@@ -20,7 +22,8 @@ pub struct Survey {
     pub headers: HashSet<(i64, KeyId)>,
     /// file -> (first fully dated time, first wrapper offset), in the order files were met.
     pub first_dated: Vec<(u32, Option<i64>, Option<i64>)>,
-    first_at: HashMap<u32, usize>,
+    /// file -> its entry in `first_dated` (looked up for every dated line)
+    first_at: FxHashMap<u32, usize>,
     /// fully dated time -> lines
     pub dated: BTreeMap<i64, u64>,
     /// key row -> (earliest, latest) stamp of its lines that name a torch rank (`[rankN]:`,
