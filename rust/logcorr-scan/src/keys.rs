@@ -92,59 +92,65 @@ fn put_str(buf: &mut Vec<u8>, value: Option<&str>) {
     }
 }
 
-fn put_i32(buf: &mut Vec<u8>, value: Option<i32>) {
-    match value {
-        None => buf.push(0),
-        Some(v) => {
-            buf.push(1);
-            buf.extend_from_slice(&v.to_le_bytes());
-        }
+/// A number in a fixed place: a tag byte (0: null) and its bytes.
+fn fixed<const N: usize, const M: usize>(value: Option<[u8; N]>) -> [u8; M] {
+    let mut out = [0u8; M];
+    if let Some(bytes) = value {
+        out[0] = 1;
+        out[1..].copy_from_slice(&bytes);
     }
+    out
 }
 
-fn put_i64(buf: &mut Vec<u8>, value: Option<i64>) {
-    match value {
-        None => buf.push(0),
-        Some(v) => {
-            buf.push(1);
-            buf.extend_from_slice(&v.to_le_bytes());
-        }
-    }
-}
+/// The bytes of a key's numbers: file, 7 prefix ranks, source, main, role, server_args,
+/// device, link PID, PID, and 6 group ranks and sizes.
+const NUMBERS: usize = 4 + 7 * 5 + 4 + 5 + 2 * 9 + 6 * 5;
 
-fn put_bool(buf: &mut Vec<u8>, value: Option<bool>) {
-    buf.push(match value {
+/// The key of a part's fields, serialised (equal keys, equal bytes; nulls equal nulls): its
+/// numbers in fixed places, then its texts, each a tag and, when present, its length and
+/// bytes.
+pub fn encode(file_id: u32, f: &Fields<'_>, buf: &mut Vec<u8>) {
+    let mut numbers = [0u8; NUMBERS];
+    let mut at = 0;
+    let mut put = |bytes: &[u8]| {
+        numbers[at..at + bytes.len()].copy_from_slice(bytes);
+        at += bytes.len();
+    };
+    put(&file_id.to_le_bytes());
+    for value in f.prefix {
+        put(&fixed::<4, 5>(value.map(i32::to_le_bytes)));
+    }
+    let server_args = match f.server_args {
         None => 0,
         Some(false) => 1,
         Some(true) => 2,
-    });
-}
-
-/// The key of a part's fields, serialised (equal keys, equal bytes; nulls equal nulls).
-pub fn encode(file_id: u32, f: &Fields<'_>, buf: &mut Vec<u8>) {
-    buf.clear();
-    buf.extend_from_slice(&file_id.to_le_bytes());
-    for value in &f.prefix[..6] {
-        put_i32(buf, *value);
+    };
+    put(&[
+        f.source as u8,
+        u8::from(f.main),
+        f.role.map_or(0, |r| r as u8 + 1),
+        server_args,
+    ]);
+    put(&fixed::<4, 5>(f.device_id.map(i32::to_le_bytes)));
+    put(&fixed::<8, 9>(f.link_pid.map(i64::to_le_bytes)));
+    put(&fixed::<8, 9>(f.pid.map(i64::to_le_bytes)));
+    for value in [
+        f.comm_rank,
+        f.comm_nranks,
+        f.torch_rank,
+        f.pg_rank,
+        f.gloo_rank,
+        f.gloo_size,
+    ] {
+        put(&fixed::<4, 5>(value.map(i32::to_le_bytes)));
     }
+    debug_assert_eq!(at, NUMBERS);
+    buf.clear();
+    buf.extend_from_slice(&numbers);
     put_str(buf, f.proctitle.as_deref());
     put_str(buf, f.host.as_deref());
-    buf.push(f.source as u8);
-    buf.push(u8::from(f.main));
-    put_i32(buf, f.device_id);
-    put_i64(buf, f.link_pid);
-    put_i32(buf, f.prefix[6]);
-    put_i64(buf, f.pid);
     put_str(buf, f.comm_id.as_deref());
-    put_i32(buf, f.comm_rank);
-    put_i32(buf, f.comm_nranks);
-    put_i32(buf, f.torch_rank);
     put_str(buf, f.pg_desc.as_deref());
-    put_i32(buf, f.pg_rank);
-    put_i32(buf, f.gloo_rank);
-    put_i32(buf, f.gloo_size);
-    buf.push(f.role.map_or(0, |r| r as u8 + 1));
-    put_bool(buf, f.server_args);
     put_str(buf, f.stream.as_deref());
 }
 
@@ -225,6 +231,160 @@ mod tests {
             pid: Some(pid),
             ..Fields::default()
         }
+    }
+
+    #[test]
+    fn keys_are_equal_bytes_exactly_when_their_fields_are_equal() {
+        let base = fields("node0", 7);
+        let variants: Vec<(u32, Fields<'static>)> = vec![
+            (0, base.clone()),
+            (1, base.clone()),
+            (
+                0,
+                Fields {
+                    pid: None,
+                    ..base.clone()
+                },
+            ),
+            (
+                0,
+                Fields {
+                    pid: Some(0),
+                    ..base.clone()
+                },
+            ),
+            (
+                0,
+                Fields {
+                    device_id: Some(7),
+                    pid: None,
+                    ..base.clone()
+                },
+            ),
+            (
+                0,
+                Fields {
+                    link_pid: Some(7),
+                    pid: None,
+                    ..base.clone()
+                },
+            ),
+            (
+                0,
+                Fields {
+                    prefix: [None, None, None, None, None, None, Some(0)],
+                    ..base.clone()
+                },
+            ),
+            (
+                0,
+                Fields {
+                    prefix: [Some(0), None, None, None, None, None, None],
+                    ..base.clone()
+                },
+            ),
+            (
+                0,
+                Fields {
+                    host: None,
+                    ..base.clone()
+                },
+            ),
+            (
+                0,
+                Fields {
+                    host: Some(Cow::Borrowed("")),
+                    ..base.clone()
+                },
+            ),
+            (
+                0,
+                Fields {
+                    host: Some(Cow::Borrowed("node")),
+                    comm_id: Some(Cow::Borrowed("0")),
+                    ..base.clone()
+                },
+            ),
+            (
+                0,
+                Fields {
+                    host: Some(Cow::Borrowed("node0")),
+                    comm_id: Some(Cow::Borrowed("")),
+                    ..base.clone()
+                },
+            ),
+            (
+                0,
+                Fields {
+                    gloo_size: Some(1),
+                    ..base.clone()
+                },
+            ),
+            (
+                0,
+                Fields {
+                    gloo_rank: Some(1),
+                    ..base.clone()
+                },
+            ),
+            (
+                0,
+                Fields {
+                    server_args: Some(false),
+                    ..base.clone()
+                },
+            ),
+            (
+                0,
+                Fields {
+                    server_args: Some(true),
+                    ..base.clone()
+                },
+            ),
+            (
+                0,
+                Fields {
+                    main: true,
+                    ..base.clone()
+                },
+            ),
+            (
+                0,
+                Fields {
+                    role: Some(crate::model::Role::Scheduler),
+                    ..base.clone()
+                },
+            ),
+            (
+                0,
+                Fields {
+                    stream: Some(Cow::Borrowed("node0")),
+                    ..base.clone()
+                },
+            ),
+        ];
+        let encoded: Vec<Vec<u8>> = variants
+            .iter()
+            .map(|(file, f)| {
+                let mut buf = vec![9; 3];
+                encode(*file, f, &mut buf);
+                buf
+            })
+            .collect();
+        for (i, a) in encoded.iter().enumerate() {
+            for (j, b) in encoded.iter().enumerate() {
+                assert_eq!(a == b, i == j, "{i} {j}");
+            }
+        }
+        // (fields that are no part of a key leave it as it is)
+        let mut again = Vec::new();
+        let other = Fields {
+            ts: Some(5),
+            text: Cow::Borrowed("x"),
+            ..base.clone()
+        };
+        encode(0, &other, &mut again);
+        assert_eq!(again, encoded[0]);
     }
 
     #[test]

@@ -24,6 +24,7 @@ use crate::gather::{Event, Gather, Tally};
 use crate::keys::Keys;
 use crate::model::Columns;
 use crate::parse::{parse_into, Said, Scratch};
+use crate::read::Spare;
 use crate::scan::{context, last_lines, Chunk, ChunkReader, FileSpec, RawChunk, Scanner};
 use crate::survey::Survey;
 
@@ -109,22 +110,27 @@ impl SurveyRun {
         let work_rx = Arc::new(Mutex::new(work_rx));
         let (done_tx, done_rx) = sync_channel::<Result<Surveyed, String>>(threads * 2);
         let mut handles = Vec::new();
+        // (the workers give the reader back the buffers of the chunks they surveyed)
+        let spare = Arc::new(Spare::default());
         {
             let (cancel, warnings, files) = (cancel.clone(), warnings.clone(), files.clone());
             let failed = done_tx.clone();
+            let reader =
+                ChunkReader::new(files, plan.chunk_bytes, plan.max_rows).with_spare(spare.clone());
             handles.push(std::thread::spawn(move || {
-                read_chunks(files, plan, &cancel, &warnings, &work_tx, &failed);
+                read_chunks(reader, &cancel, &warnings, &work_tx, &failed);
             }));
         }
         for _ in 0..threads {
-            let (cancel, work_rx, done_tx, files) = (
+            let (cancel, work_rx, done_tx, files, spare) = (
                 cancel.clone(),
                 work_rx.clone(),
                 done_tx.clone(),
                 files.clone(),
+                spare.clone(),
             );
             handles.push(std::thread::spawn(move || {
-                survey_chunks(&files, &cancel, &work_rx, &done_tx);
+                survey_chunks(&files, &cancel, &work_rx, &done_tx, &spare);
             }));
         }
         SurveyRun {
@@ -181,14 +187,12 @@ impl Drop for SurveyRun {
 }
 
 fn read_chunks(
-    files: Vec<FileSpec>,
-    plan: Plan,
+    mut reader: ChunkReader,
     cancel: &AtomicBool,
     warnings: &Mutex<Vec<String>>,
     work: &SyncSender<Work>,
     failed: &SyncSender<Result<Surveyed, String>>,
 ) {
-    let mut reader = ChunkReader::new(files, plan.chunk_bytes, plan.max_rows);
     let mut previous: Vec<(u32, u32, String)> = Vec::new();
     let mut index = 0;
     while !cancel.load(Ordering::SeqCst) {
@@ -219,6 +223,7 @@ fn survey_chunks(
     cancel: &AtomicBool,
     work: &Mutex<Receiver<Work>>,
     done: &SyncSender<Result<Surveyed, String>>,
+    spare: &Spare,
 ) {
     let mut scratch = Scratch::default();
     loop {
@@ -251,6 +256,9 @@ fn survey_chunks(
         .map_err(|payload| {
             panic_message(payload, &names(files, raw.blocks.iter().map(|b| b.file_id)))
         });
+        for block in raw.blocks {
+            spare.give(block.text);
+        }
         if done.send(result).is_err() {
             return;
         }
@@ -391,6 +399,8 @@ impl<T: Send + 'static> Worker<T> {
             Some(self.gather.clone()),
         );
         let mut handed = rustc_hash::FxHashMap::default();
+        // (the texts of chunks whose output copied what it keeps are read into again)
+        let spare = Arc::new(Spare::default());
         loop {
             if self.cancel.load(Ordering::SeqCst) {
                 return;
@@ -408,7 +418,7 @@ impl<T: Send + 'static> Worker<T> {
                 .collect();
             let shown = names(&files, files.iter().map(|f| f.file_id));
             let outcome = catch_unwind(AssertUnwindSafe(|| {
-                self.run(files, &mut attributor, &mut handed)
+                self.run(files, &mut attributor, &mut handed, &spare)
             }));
             match outcome {
                 Ok(true) => {}
@@ -432,8 +442,14 @@ impl<T: Send + 'static> Worker<T> {
         files: Vec<FileSpec>,
         attributor: &mut Attributor,
         handed: &mut rustc_hash::FxHashMap<u32, usize>,
+        spare: &Arc<Spare>,
     ) -> bool {
-        let mut scanner = Scanner::new(files, self.plan.chunk_bytes, self.plan.max_rows);
+        let mut scanner = Scanner::with_spare(
+            files,
+            self.plan.chunk_bytes,
+            self.plan.max_rows,
+            spare.clone(),
+        );
         let mut next = scanner.next_keyed(&self.tables.1, None);
         while let Some(Chunk::Parsed(mut columns, ids, bytes)) = next.take() {
             if self.cancel.load(Ordering::SeqCst) {
@@ -456,6 +472,10 @@ impl<T: Send + 'static> Worker<T> {
                 .map(|g| std::mem::take(&mut g.events))
                 .unwrap_or_default();
             let output = (self.convert)(&mut columns, &attributed, handed);
+            // (an output that took the texts left none)
+            for text in columns.text.blocks.drain(..) {
+                spare.give(text);
+            }
             if self
                 .done
                 .send(Ok(Done {

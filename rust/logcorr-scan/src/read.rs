@@ -10,6 +10,8 @@
 use std::fs::File;
 use std::io::{self, Read};
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 
 use flate2::{Crc, Decompress, FlushDecompress, Status};
 
@@ -29,6 +31,9 @@ pub enum Problem {
 /// The decoded bytes of one file, a piece at a time.
 pub struct Pieces {
     file: File,
+    /// The file's size when opened, and the bytes read of it (a plain file's)
+    size: u64,
+    read: u64,
     head: Vec<u8>,
     gzip: Option<Gzip>,
     problem: Option<Problem>,
@@ -46,6 +51,8 @@ impl Pieces {
         let gzip = (got == 2 && magic == GZIP_MAGIC).then(|| Gzip::new(size));
         Ok(Pieces {
             file,
+            size,
+            read: got as u64,
             head,
             gzip,
             problem: None,
@@ -56,9 +63,9 @@ impl Pieces {
     /// The next piece of at most `max` (> 0) decoded bytes put at the end of `out` (a plain
     /// file's read there directly); false at the end. Errors as `next_piece`.
     pub fn next_piece_onto(&mut self, out: &mut Vec<u8>, max: usize) -> Result<bool, Problem> {
-        if self.gzip.is_some() || !self.head.is_empty() || out.is_empty() || self.finished {
+        if self.gzip.is_some() || self.finished {
             return match self.next_piece(max)? {
-                Some(piece) if out.is_empty() => {
+                Some(piece) if out.is_empty() && out.capacity() < piece.len() => {
                     *out = piece;
                     Ok(true)
                 }
@@ -73,9 +80,15 @@ impl Pieces {
             self.finished = true;
             return Err(problem);
         }
+        // (the bytes read to tell gzip come first, as `plain` puts them)
         let before = out.len();
-        match plain_onto(&mut self.file, out, max.max(1)) {
-            Ok(0) => {
+        out.append(&mut self.head);
+        let want = max.max(1).saturating_sub(out.len() - before);
+        let (room, from) = (self.room(want), out.len());
+        let result = plain_onto(&mut self.file, out, want, room);
+        self.read += (out.len() - from) as u64;
+        match result {
+            Ok(_) if out.len() == before => {
                 self.finished = true;
                 Ok(false)
             }
@@ -89,6 +102,17 @@ impl Pieces {
                 self.problem = Some(problem);
                 Ok(true)
             }
+        }
+    }
+
+    /// The room to make for the next `want` bytes: what is left of a plain file's size (read
+    /// without growing the buffer, which would copy it), else a first share that grows as
+    /// the bytes come (a small file costs its own size, not a chunk's).
+    pub fn room(&self, want: usize) -> usize {
+        let left = usize::try_from(self.size.saturating_sub(self.read)).unwrap_or(usize::MAX);
+        match self.gzip {
+            None if left > 0 => want.min(left),
+            _ => want.min(FIRST_ROOM),
         }
     }
 
@@ -139,19 +163,19 @@ fn plain(file: &mut File, head: &mut Vec<u8>, max: usize) -> Step {
     let mut piece = std::mem::take(head);
     let want = max.saturating_sub(piece.len());
     // (what was read before an error stays in `piece`)
-    if let Err(error) = plain_onto(file, &mut piece, want) {
+    if let Err(error) = plain_onto(file, &mut piece, want, want.min(FIRST_ROOM)) {
         return Err((piece, Problem::Io(error.to_string())));
     }
     Ok((!piece.is_empty()).then_some(piece))
 }
 
-/// Read at most `want` more bytes of a plain file onto the end of `out` (its room grows as the
-/// bytes come); what was read before an error stays in `out`.
-fn plain_onto(file: &mut File, out: &mut Vec<u8>, want: usize) -> io::Result<usize> {
+/// Read at most `want` more bytes of a plain file onto the end of `out`, with `room` made
+/// first (more is made as the bytes come); what was read before an error stays in `out`.
+fn plain_onto(file: &mut File, out: &mut Vec<u8>, want: usize, room: usize) -> io::Result<usize> {
     if want == 0 {
         return Ok(0);
     }
-    out.reserve(want.min(FIRST_ROOM));
+    out.reserve(room);
     file.take(want as u64).read_to_end(out)
 }
 
@@ -416,10 +440,75 @@ pub fn head(path: &Path, size: usize) -> io::Result<(Vec<u8>, Option<String>)> {
     Ok((head, None))
 }
 
+/// Buffers of lines that were parsed and are no longer needed, kept for the next pieces to be
+/// read into: their pages are mapped already, so reading costs no page faults. Small buffers
+/// are not kept, nor more than a few.
+#[derive(Default)]
+pub struct Spare {
+    kept: Mutex<Vec<Vec<u8>>>,
+    /// Whether a buffer was ever given back (else the texts read go elsewhere, as a chunk's
+    /// output that takes them).
+    given: AtomicBool,
+}
+
+/// The most buffers a `Spare` keeps, and the least room a buffer it keeps has.
+const SPARE_MOST: usize = 6;
+const SPARE_LEAST: usize = 1 << 20;
+
+impl Spare {
+    /// An empty buffer with room for `least` bytes: a kept one, else a new one (a kept buffer
+    /// with too little room is not grown, which would copy it).
+    pub fn take(&self, least: usize) -> Vec<u8> {
+        // (the one with the least room that is enough)
+        let kept = self.kept.lock().ok().and_then(|mut kept| {
+            let (at, _) = kept
+                .iter()
+                .enumerate()
+                .filter(|(_, b)| b.capacity() >= least)
+                .min_by_key(|(_, b)| b.capacity())?;
+            Some(kept.swap_remove(at))
+        });
+        // (a new one has room to the next MiB, so that a text a few bytes longer fits too)
+        kept.unwrap_or_else(|| Vec::with_capacity(least.next_multiple_of(SPARE_LEAST)))
+    }
+
+    /// A text whose lines are done with (kept when it is large: the largest few are kept).
+    pub fn give(&self, text: String) {
+        let mut buffer = text.into_bytes();
+        if buffer.capacity() < SPARE_LEAST {
+            return;
+        }
+        self.given.store(true, Ordering::Relaxed);
+        buffer.clear();
+        if let Ok(mut kept) = self.kept.lock() {
+            kept.push(buffer);
+            if kept.len() > SPARE_MOST {
+                let smallest = (0..kept.len()).min_by_key(|&i| kept[i].capacity());
+                if let Some(at) = smallest {
+                    kept.swap_remove(at);
+                }
+            }
+        }
+    }
+
+    /// `s` copied into a kept buffer's room, when one has enough.
+    pub fn copy(&self, s: &str) -> String {
+        let mut text = String::from_utf8(self.take(s.len())).unwrap_or_default();
+        text.push_str(s);
+        text
+    }
+
+    /// Whether texts come back to be read into again (then a text keeps its spare room).
+    pub fn recycles(&self) -> bool {
+        self.given.load(Ordering::Relaxed)
+    }
+}
+
 /// A file's bytes in blocks of about `size` bytes that end at a newline (but the last); a
 /// short remainder at the end (under half a block) goes with the block before it.
 pub struct Blocks {
     pieces: Pieces,
+    spare: Arc<Spare>,
     size: usize,
     carry: Vec<u8>,
     ready: Vec<u8>,
@@ -429,9 +518,10 @@ pub struct Blocks {
 }
 
 impl Blocks {
-    pub fn new(pieces: Pieces, size: usize) -> Blocks {
+    pub fn new(pieces: Pieces, size: usize, spare: Arc<Spare>) -> Blocks {
         Blocks {
             pieces,
+            spare,
             size: size.max(1),
             carry: Vec::new(),
             ready: Vec::new(),
@@ -449,6 +539,10 @@ impl Iterator for Blocks {
         loop {
             if self.ended {
                 return self.tail.pop();
+            }
+            if self.carry.capacity() == 0 {
+                // (a file's first piece is read into a spare buffer too)
+                self.carry = self.spare.take(self.pieces.room(self.size));
             }
             let more = match self.pieces.next_piece_onto(&mut self.carry, self.size) {
                 Ok(more) => more,
@@ -476,7 +570,12 @@ impl Iterator for Blocks {
                 continue;
             }
             if let Some(last) = memchr::memrchr(b'\n', &self.carry) {
-                let rest = self.carry.split_off(last + 1);
+                // (the rest of the last line is moved to a spare buffer, which the next
+                // pieces are read onto)
+                let tail = &self.carry[last + 1..];
+                let mut rest = self.spare.take(tail.len() + self.pieces.room(self.size));
+                rest.extend_from_slice(tail);
+                self.carry.truncate(last + 1);
                 let block = std::mem::replace(&mut self.carry, rest);
                 let previous = std::mem::replace(&mut self.ready, block);
                 if !previous.is_empty() {
@@ -490,10 +589,18 @@ impl Iterator for Blocks {
 /// The physical lines of a block (decoded: bytes that are not UTF-8 become U+FFFD), as byte
 /// ranges of the decoded text.
 pub fn split_lines(text: &str) -> Vec<(usize, usize)> {
-    let bytes = text.as_bytes();
-    let mut lines = Vec::with_capacity(bytes.len() / 64 + 1);
+    split_lines_up_to(text.as_bytes(), usize::MAX).0
+}
+
+/// The first `most` physical lines of `bytes` as `split_lines` gives them, and where the last
+/// of them ends (after its newline; the end of `bytes` when it has no more lines).
+pub fn split_lines_up_to(bytes: &[u8], most: usize) -> (Vec<(usize, usize)>, usize) {
+    let mut lines = Vec::with_capacity((bytes.len() / 64 + 1).min(most));
     let mut start = 0;
     for end in memchr::memchr_iter(b'\n', bytes) {
+        if lines.len() == most {
+            return (lines, start);
+        }
         let stop = if end > start && bytes[end - 1] == b'\r' {
             end - 1
         } else {
@@ -502,10 +609,11 @@ pub fn split_lines(text: &str) -> Vec<(usize, usize)> {
         lines.push((start, stop));
         start = end + 1;
     }
-    if start < bytes.len() {
+    if start < bytes.len() && lines.len() < most {
         lines.push((start, bytes.len()));
+        start = bytes.len();
     }
-    lines
+    (lines, start)
 }
 
 #[cfg(test)]
@@ -576,6 +684,59 @@ mod tests {
             .into_iter()
             .map(|(a, b)| &text[a..b])
             .collect()
+    }
+
+    #[test]
+    fn the_first_lines_of_a_text_end_after_the_last_ones_newline() {
+        for text in [
+            "", "\n", "a", "a\n", "a\r\nb", "a\nb\n", "\n\n\r\n", "a\nb\nc", "é\r\n\n",
+        ] {
+            let all = split_lines(text);
+            for most in 0..6 {
+                let (lines, end) = split_lines_up_to(text.as_bytes(), most);
+                assert_eq!(lines, all[..most.min(all.len())], "{text:?} {most}");
+                // (the rest of the text, from `end`, holds the lines after them)
+                let after: Vec<(usize, usize)> = split_lines(&text[end..])
+                    .into_iter()
+                    .map(|(a, b)| (a + end, b + end))
+                    .collect();
+                assert_eq!(after, all[lines.len()..], "{text:?} {most}");
+            }
+        }
+    }
+
+    #[test]
+    fn spare_buffers_are_the_largest_few_and_the_least_one_that_fits_is_taken() {
+        let spare = Spare::default();
+        assert!(!spare.recycles());
+        // (a small text is not kept)
+        spare.give("small".to_string());
+        assert!(!spare.recycles());
+        let sizes = [3, 9, 1, 5, 7, 2, 8, 4].map(|mb| mb * SPARE_LEAST);
+        for size in sizes {
+            spare.give(String::with_capacity(size));
+        }
+        assert!(spare.recycles());
+        let mut kept: Vec<usize> = spare
+            .kept
+            .lock()
+            .unwrap()
+            .iter()
+            .map(Vec::capacity)
+            .collect();
+        kept.sort_unstable();
+        assert_eq!(kept, [3, 4, 5, 7, 8, 9].map(|mb| mb * SPARE_LEAST));
+        // (the least room that is enough; else a new buffer with room to the next MiB)
+        assert_eq!(spare.take(6 * SPARE_LEAST).capacity(), 7 * SPARE_LEAST);
+        assert_eq!(spare.take(6 * SPARE_LEAST).capacity(), 8 * SPARE_LEAST);
+        assert_eq!(
+            spare.take(10 * SPARE_LEAST + 1).capacity(),
+            11 * SPARE_LEAST
+        );
+        let copied = spare.copy("abc");
+        assert_eq!(copied, "abc");
+        assert_eq!(copied.capacity(), 3 * SPARE_LEAST);
+        assert!(spare.take(0).is_empty());
     }
 
     #[test]

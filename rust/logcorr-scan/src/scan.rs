@@ -5,6 +5,7 @@
 //! a large file starts a chunk of its own (the chunks of two large files share no file).
 
 use std::collections::VecDeque;
+use std::sync::Arc;
 
 use rustc_hash::FxHashSet as HashSet;
 use std::io;
@@ -13,7 +14,7 @@ use std::path::PathBuf;
 use crate::keys::{KeyId, Keys, Last};
 use crate::model::{Columns, Fields, NOWHERE};
 use crate::parse::{parse_chunk, parse_into, said_of, Line, Said, Scratch, Sink};
-use crate::read::{split_lines, Blocks, Pieces, Problem};
+use crate::read::{split_lines_up_to, Blocks, Pieces, Problem, Spare};
 
 /// One input file: its number and where it is, and how to name it in a warning.
 #[derive(Clone, Debug)]
@@ -92,6 +93,8 @@ pub struct ChunkReader {
     /// What is left of the last decoded piece of a file, cut into blocks as they are asked for
     /// (so only one block's line spans exist at a time, however many lines the piece holds).
     uncut: Option<Uncut>,
+    /// Buffers to read into (given back by whoever is done with a chunk's lines).
+    spare: Arc<Spare>,
     pub warnings: Vec<String>,
 }
 
@@ -104,8 +107,15 @@ impl ChunkReader {
             max_rows: max_rows.max(1),
             queued: VecDeque::new(),
             uncut: None,
+            spare: Arc::default(),
             warnings: Vec::new(),
         }
+    }
+
+    /// Read into the buffers `spare` is given back.
+    pub fn with_spare(mut self, spare: Arc<Spare>) -> ChunkReader {
+        self.spare = spare;
+        self
     }
 
     /// The name of the file being read, if one is.
@@ -128,7 +138,7 @@ impl ChunkReader {
                 let spec = self.files.pop_front()?;
                 match Pieces::open(&spec.path) {
                     Ok(pieces) => {
-                        let blocks = Blocks::new(pieces, self.chunk_bytes);
+                        let blocks = Blocks::new(pieces, self.chunk_bytes, self.spare.clone());
                         self.current = Some((spec, blocks, 1));
                     }
                     Err(error) => {
@@ -179,29 +189,30 @@ impl ChunkReader {
     fn next_uncut(&mut self) -> Option<Block> {
         let uncut = self.uncut.as_mut()?;
         let rest = &uncut.text.as_bytes()[uncut.at..];
-        // (cut after a newline: the lines come out as `split_lines` gives them on the whole)
-        let end = memchr::memchr_iter(b'\n', rest)
-            .nth(self.max_rows - 1)
-            .map_or(rest.len(), |newline| newline + 1);
+        // (cut after a newline: the lines come out as `split_lines` gives them on the whole;
+        // their spans are those in the rest, where the block starts)
+        let (lines, end) = split_lines_up_to(rest, self.max_rows);
         let (file_id, first_line) = (uncut.file_id, uncut.next_line);
         let text = if uncut.at == 0 && end == rest.len() {
             self.uncut.take()?.text
         } else if uncut.at == 0 && 2 * end >= rest.len() {
             // (the block is the larger part: the rest is copied, not the block, which keeps
-            // the piece's memory without its spare room)
-            let after = uncut.text.split_off(end);
+            // the piece's memory, without its spare room unless texts are read into again)
+            let after = self.spare.copy(&uncut.text[end..]);
+            uncut.text.truncate(end);
             let mut text = std::mem::replace(&mut uncut.text, after);
-            text.shrink_to_fit();
+            if !self.spare.recycles() {
+                text.shrink_to_fit();
+            }
             text
         } else {
-            let text = uncut.text[uncut.at..uncut.at + end].to_string();
+            let text = self.spare.copy(&uncut.text[uncut.at..uncut.at + end]);
             uncut.at += end;
             if uncut.at == uncut.text.len() {
                 self.uncut = None;
             }
             text
         };
-        let lines = split_lines(&text);
         if let Some(uncut) = self.uncut.as_mut() {
             uncut.next_line += lines.len() as u32;
         }
@@ -298,8 +309,18 @@ pub struct Parsed {
 
 impl Scanner {
     pub fn new(files: Vec<FileSpec>, chunk_bytes: usize, max_rows: usize) -> Scanner {
+        Scanner::with_spare(files, chunk_bytes, max_rows, Arc::default())
+    }
+
+    /// A scanner that reads into the buffers `spare` is given back.
+    pub fn with_spare(
+        files: Vec<FileSpec>,
+        chunk_bytes: usize,
+        max_rows: usize,
+        spare: Arc<Spare>,
+    ) -> Scanner {
         Scanner {
-            reader: ChunkReader::new(files, chunk_bytes, max_rows),
+            reader: ChunkReader::new(files, chunk_bytes, max_rows).with_spare(spare),
             previous: Vec::new(),
             scratch: Scratch::default(),
         }
@@ -409,6 +430,7 @@ pub fn last_lines(previous: &[(u32, u32, String)], raw: &RawChunk) -> Vec<(u32, 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::read::split_lines;
 
     #[test]
     fn a_piece_is_cut_into_blocks_of_at_most_max_rows_lines_as_they_are_asked_for() {
@@ -483,6 +505,59 @@ mod tests {
                 assert_eq!(joined, text, "{chunk_bytes} {max_rows}");
                 assert_eq!(next_line as usize, expected_lines + 1);
             }
+        }
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
+    #[test]
+    fn blocks_read_into_buffers_given_back_are_the_blocks_read_into_new_ones() {
+        let dir = std::env::temp_dir().join(format!("logcorr-spare-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        // (files past a spare buffer's least room, in pieces of about a MiB)
+        let mut specs = Vec::new();
+        for (n, lines) in [(0u32, 40_000usize), (1, 3), (2, 25_000)] {
+            let text: String = (0..lines)
+                .map(|i| {
+                    format!(
+                        "[2026-12-03 03:00:00 TP{n}] line {i} {}\r\n",
+                        "x".repeat(i % 97)
+                    )
+                })
+                .collect::<String>()
+                + "no newline";
+            let path = dir.join(format!("{n}.log"));
+            std::fs::write(&path, &text).expect("write");
+            specs.push(FileSpec {
+                file_id: n,
+                path,
+                display: format!("{n}.log"),
+            });
+        }
+        for max_rows in [5_000, 100_000] {
+            let read = |spare: Option<Arc<Spare>>| {
+                let mut reader = ChunkReader::new(specs.clone(), 1 << 20, max_rows);
+                if let Some(spare) = &spare {
+                    reader = reader.with_spare(spare.clone());
+                }
+                let mut seen = Vec::new();
+                while let Some(block) = reader.next_block() {
+                    seen.push((
+                        block.file_id,
+                        block.first_line,
+                        block.lines.clone(),
+                        block.text.clone(),
+                    ));
+                    if let Some(spare) = &spare {
+                        spare.give(block.text);
+                    }
+                }
+                (seen, spare.is_some_and(|s| s.recycles()))
+            };
+            let (fresh, _) = read(None);
+            let (recycled, recycles) = read(Some(Arc::default()));
+            assert!(recycles);
+            assert_eq!(fresh.len(), recycled.len());
+            assert!(fresh == recycled, "max_rows {max_rows}");
         }
         std::fs::remove_dir_all(&dir).ok();
     }
