@@ -99,7 +99,12 @@ pub fn parse_into(
     let mut heads: FxHashMap<&str, NcclHead> = FxHashMap::default();
     let quick = &mut scratch.quick;
     quick.clear();
-    quick.extend(lines.iter().map(|line| fast(line.text, &mut heads)));
+    let mut stamp: LastStamp = None;
+    quick.extend(
+        lines
+            .iter()
+            .map(|line| fast(line.text, &mut heads, &mut stamp)),
+    );
     let mut rest = std::mem::take(&mut scratch.rest);
     rest.clear();
     rest.extend((0..lines.len()).filter(|&i| matches!(quick[i], Quick::Rest)));
@@ -485,7 +490,15 @@ fn unglue_hosts<'a>(hosts: impl Iterator<Item = &'a str>) -> HashMap<String, Str
 // ------------------------------------------------------------------------------- fast paths
 
 /// What a fast path reads of a line (`Quick::Rest`: the rest of the parse reads it).
-fn fast<'a>(text: &'a str, heads: &mut FxHashMap<&'a str, NcclHead>) -> Quick {
+/// The last SGLang stamp read (its text and time): a chunk's lines mostly repeat the second
+/// of the line before, which is then not read again.
+type LastStamp<'a> = Option<(&'a str, Option<i64>)>;
+
+fn fast<'a>(
+    text: &'a str,
+    heads: &mut FxHashMap<&'a str, NcclHead>,
+    stamp: &mut LastStamp<'a>,
+) -> Quick {
     // (one header at most: the SGLang stamps and NCCL tokens, counted up to two)
     let (mut headers, mut nccl) = (0, None);
     HEADERS.visit(text, |literal, start| {
@@ -498,7 +511,7 @@ fn fast<'a>(text: &'a str, heads: &mut FxHashMap<&'a str, NcclHead>) -> Quick {
     let quick = if headers != 1 {
         None
     } else if text.starts_with("[20") {
-        sglang_fast(text)
+        sglang_fast(text, stamp)
     } else if text.starts_with('[') {
         None
     } else {
@@ -588,10 +601,18 @@ impl Quick {
 }
 
 /// `[YYYY-MM-DD HH:MM:SS(.mmm)?( TOKEN)*] message`: stamp and tail at fixed offsets.
-fn sglang_fast(text: &str) -> Option<Quick> {
+fn sglang_fast<'a>(text: &'a str, last: &mut LastStamp<'a>) -> Option<Quick> {
     // (a line cut before its `] ` keeps its stamp and tokens: the tail runs to its end)
     let close = close(text);
-    let ts = stamp::parse(slice_chars(text, 1, Some(19)), Format::Seconds)?;
+    let seconds = slice_chars(text, 1, Some(19));
+    let ts = match *last {
+        Some((previous, ts)) if previous == seconds => ts,
+        _ => {
+            let ts = stamp::parse(seconds, Format::Seconds);
+            *last = Some((seconds, ts));
+            ts
+        }
+    }?;
     let tail = slice_chars(text, 20, close.map(|c| c.saturating_sub(20)));
     let (ms, tokens) = match tail.strip_prefix('.') {
         Some(_) => {
@@ -759,6 +780,32 @@ mod tests {
             .iter()
             .find(|(stem, _)| (stem.starts_with("] ") || exception) && text.contains(stem))
             .and_then(|(_, role)| Role::from_name(role))
+    }
+
+    #[test]
+    fn a_repeated_stamp_reads_as_it_does_alone() {
+        let lines = [
+            "[2026-12-03 03:00:00 TP0] Decode batch. #running-req: 1",
+            "[2026-12-03 03:00:00.250 TP1] Decode batch. #running-req: 2",
+            "[2026-12-03 03:00:00 DP1 TP3] Prefill batch.",
+            "[2026-12-03 03:00:01 TP0] Decode batch.",
+            "[2026-13-03 03:00:01 TP0] not a date",
+            "[2026-13-03 03:00:01 TP0] not a date again",
+            "[2026-12-03 03:00:01 TP0] a date again",
+            "[2026-12-03 03:00:01] no ranks: no fast path",
+            "[2026-12-03 03:00:01 TP0] the last",
+        ];
+        let mut last: LastStamp = None;
+        for text in lines {
+            let alone = format!("{:?}", sglang_fast(text, &mut None));
+            assert_eq!(
+                format!("{:?}", sglang_fast(text, &mut last)),
+                alone,
+                "{text}"
+            );
+        }
+        assert!(sglang_fast(lines[4], &mut None).is_none());
+        assert!(sglang_fast(lines[3], &mut None).is_some());
     }
 
     #[test]
