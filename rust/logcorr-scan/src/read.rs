@@ -63,7 +63,14 @@ impl Pieces {
     /// The next piece of at most `max` (> 0) decoded bytes put at the end of `out` (a plain
     /// file's read there directly); false at the end. Errors as `next_piece`.
     pub fn next_piece_onto(&mut self, out: &mut Vec<u8>, max: usize) -> Result<bool, Problem> {
-        if self.gzip.is_some() || self.finished {
+        if let Some(problem) = self.problem.take() {
+            self.finished = true;
+            return Err(problem);
+        }
+        if self.finished {
+            return Ok(false);
+        }
+        if self.gzip.is_some() {
             return match self.next_piece(max)? {
                 Some(piece) if out.is_empty() && out.capacity() < piece.len() => {
                     *out = piece;
@@ -76,11 +83,7 @@ impl Pieces {
                 None => Ok(false),
             };
         }
-        if let Some(problem) = self.problem.take() {
-            self.finished = true;
-            return Err(problem);
-        }
-        // (the bytes read to tell gzip come first, as `plain` puts them)
+        // (the bytes read to tell gzip come first)
         let before = out.len();
         out.append(&mut self.head);
         let want = max.max(1).saturating_sub(out.len() - before);
@@ -127,15 +130,14 @@ impl Pieces {
             return Ok(None);
         }
         let max = max.max(1);
-        let result = match &mut self.gzip {
-            None => plain(&mut self.file, &mut self.head, max),
-            Some(gzip) => {
-                let head = std::mem::take(&mut self.head);
-                gzip.input.extend_from_slice(&head);
-                gzip.next(&mut self.file, max)
-            }
+        let Some(gzip) = self.gzip.as_mut() else {
+            // (a plain file's piece is read as `next_piece_onto` reads it, into a new buffer)
+            let mut piece = Vec::new();
+            return Ok(self.next_piece_onto(&mut piece, max)?.then_some(piece));
         };
-        match result {
+        let head = std::mem::take(&mut self.head);
+        gzip.input.extend_from_slice(&head);
+        match gzip.next(&mut self.file, max) {
             Ok(Some(piece)) => Ok(Some(piece)),
             Ok(None) => {
                 self.finished = true;
@@ -158,16 +160,6 @@ type Step = Result<Option<Vec<u8>>, (Vec<u8>, Problem)>;
 /// Room a piece is first given (it grows as bytes come, up to the chunk's size): a small
 /// file costs its own size, not a chunk's.
 const FIRST_ROOM: usize = 1 << 20;
-
-fn plain(file: &mut File, head: &mut Vec<u8>, max: usize) -> Step {
-    let mut piece = std::mem::take(head);
-    let want = max.saturating_sub(piece.len());
-    // (what was read before an error stays in `piece`)
-    if let Err(error) = plain_onto(file, &mut piece, want, want.min(FIRST_ROOM)) {
-        return Err((piece, Problem::Io(error.to_string())));
-    }
-    Ok((!piece.is_empty()).then_some(piece))
-}
 
 /// Read at most `want` more bytes of a plain file onto the end of `out`, with `room` made
 /// first (more is made as the bytes come); what was read before an error stays in `out`.
