@@ -62,16 +62,19 @@ impl ArrowBatch {
 
 /// A string column as string views over its own bytes (taken: no copy).
 fn strings(column: &mut StrColumn) -> ArrayRef {
-    let data = std::mem::take(&mut column.data);
-    let views: Vec<u128> = column
-        .spans
+    string_views(std::mem::take(&mut column.data).into_bytes(), &column.spans)
+}
+
+/// Spans of UTF-8 `data` (None: a null) as string views over it (moved, not copied).
+fn string_views(data: Vec<u8>, spans: &[Option<(u32, u32)>]) -> ArrayRef {
+    let views: Vec<u128> = spans
         .iter()
         .map(|span| match span {
             Some((at, len)) => make_view(&data[*at as usize..(*at + *len) as usize], 0, *at),
             None => 0,
         })
         .collect();
-    let nulls = nulls_of(column.spans.iter().map(Option::is_some));
+    let nulls = nulls_of(spans.iter().map(Option::is_some));
     let array = StringViewArray::try_new(
         ScalarBuffer::from(views),
         vec![Buffer::from_vec(data)],
@@ -129,7 +132,7 @@ fn iso_times(values: &[Option<i64>]) -> ArrayRef {
             (at as u32, (data.len() - at) as u32)
         }));
     }
-    strings(&mut StrColumn { data, spans })
+    string_views(data, &spans)
 }
 
 fn named(values: impl Iterator<Item = Option<&'static str>>, len: usize) -> ArrayRef {

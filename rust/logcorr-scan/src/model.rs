@@ -157,10 +157,11 @@ pub struct Fields<'a> {
     pub exc: bool,
 }
 
-/// A column of optional strings: their bytes one after the other.
+/// A column of optional strings: their text one after the other (a `String`, so a value is
+/// read back as a slice, not checked for UTF-8 again).
 #[derive(Debug, Default, Clone, Serialize, Deserialize)]
 pub struct StrColumn {
-    pub data: Vec<u8>,
+    pub data: String,
     /// (offset, length) into `data`; None for a null.
     pub spans: Vec<Option<(u32, u32)>>,
 }
@@ -169,15 +170,13 @@ impl StrColumn {
     pub fn push(&mut self, value: Option<&str>) {
         self.spans.push(value.map(|v| {
             let at = self.data.len() as u32;
-            self.data.extend_from_slice(v.as_bytes());
+            self.data.push_str(v);
             (at, v.len() as u32)
         }));
     }
 
     pub fn get(&self, row: usize) -> Option<&str> {
-        self.spans[row].map(|(at, len)| {
-            std::str::from_utf8(&self.data[at as usize..(at + len) as usize]).expect("utf-8")
-        })
+        self.spans[row].map(|(at, len)| &self.data[at as usize..(at + len) as usize])
     }
 
     pub fn len(&self) -> usize {
