@@ -363,8 +363,34 @@ static COMM: Literal = Literal::new(|| Finder::new("comm 0x"));
 static ENCODE: Literal = Literal::new(|| Finder::new("encode_"));
 static YSPY: Literal = Literal::new(|| Finder::new("yspy"));
 
-/// A SGLang stamp's start and the token after an NCCL header (`fast`).
-static HEADERS: LiteralSet = LiteralSet::new(&["[20", " NCCL "]);
+/// A line's headers, up to two: SGLang stamps' starts (`[20`) and the tokens after NCCL headers
+/// (` NCCL `), found as one left-to-right search for either finds them (without overlapping:
+/// ` NCCL NCCL ` holds one); how many, and where the last NCCL token of them starts. Each `[`
+/// and `N` of the line is looked at: cheaper on a log line than a packed searcher's set-up.
+fn headers(text: &str) -> (usize, Option<usize>) {
+    let bytes = text.as_bytes();
+    let (mut count, mut nccl, mut end) = (0, None, 0);
+    for at in memchr::memchr2_iter(b'[', b'N', bytes) {
+        let (start, is_nccl) = if bytes[at] == b'[' {
+            (at, false)
+        } else {
+            (at.wrapping_sub(1), true)
+        };
+        let literal: &[u8] = if is_nccl { b" NCCL " } else { b"[20" };
+        if start == usize::MAX || start < end || !bytes[start..].starts_with(literal) {
+            continue;
+        }
+        count += 1;
+        if is_nccl {
+            nccl = Some(start);
+        }
+        if count == 2 {
+            break;
+        }
+        end = start + literal.len();
+    }
+    (count, nccl)
+}
 /// What a line may say of an exception, looked for in one pass (`local`).
 static SAID: LiteralSet = LiteralSet::new(&[
     "hit an exception",
@@ -500,14 +526,7 @@ fn fast<'a>(
     stamp: &mut LastStamp<'a>,
 ) -> Quick {
     // (one header at most: the SGLang stamps and NCCL tokens, counted up to two)
-    let (mut headers, mut nccl) = (0, None);
-    HEADERS.visit(text, |literal, start| {
-        headers += 1;
-        if literal == 1 {
-            nccl = Some(start);
-        }
-        headers < 2
-    });
+    let (headers, nccl) = headers(text);
     let quick = if headers != 1 {
         None
     } else if text.starts_with("[20") {
@@ -773,6 +792,48 @@ fn nccl_fast<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    /// `headers` as a packed search of both literals gives it.
+    fn searched_headers(text: &str) -> (usize, Option<usize>) {
+        static HEADERS: LiteralSet = LiteralSet::new(&["[20", " NCCL "]);
+        let (mut count, mut nccl) = (0, None);
+        HEADERS.visit(text, |literal, start| {
+            count += 1;
+            if literal == 1 {
+                nccl = Some(start);
+            }
+            count < 2
+        });
+        (count, nccl)
+    }
+
+    #[test]
+    fn a_lines_headers_are_those_a_packed_search_finds() {
+        for text in [
+            "",
+            "[2026-11-29 10:00:00 TP0] x",
+            "g1:1:2 [0] NCCL INFO x",
+            " NCCL NCCL ",
+            " NCCL  NCCL x NCCL ",
+            "[20[20 NCCL [20",
+            "N NCCL",
+            "NCCL [2",
+            "x [20 y NCCL z NCCL ",
+            "é NCCL [20",
+        ] {
+            assert_eq!(headers(text), searched_headers(text), "{text:?}");
+        }
+        assert_eq!(headers(" NCCL NCCL "), (1, Some(0)));
+        assert_eq!(headers("a NCCL b NCCL c"), (2, Some(8)));
+    }
+
+    proptest! {
+        #[test]
+        fn headers_agree_with_a_packed_search(text in "([\\[20 NCLé]|\\[20| NCCL ){0,24}") {
+            prop_assert_eq!(headers(&text), searched_headers(&text));
+        }
+    }
 
     /// The role a plain search of each stem, in the list's order, finds.
     fn plain_role(text: &str, exception: bool) -> Option<Role> {
