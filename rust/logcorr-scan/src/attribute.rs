@@ -84,6 +84,22 @@ struct FileState {
     grammar: FileGrammar,
     time: FileTime,
     waiting: usize,
+    /// what the whole set says of the file (read once, not for each of its lines): whether
+    /// several processes write it, the one process it belongs to, its node
+    shared: bool,
+    file_proc: Option<u32>,
+    file_node: Option<i32>,
+}
+
+impl FileState {
+    fn new(file_id: u32, w: &Whole) -> FileState {
+        FileState {
+            shared: w.shared.contains(&file_id),
+            file_proc: w.file_procs.get(&file_id).copied(),
+            file_node: w.file_nodes.get(&file_id).copied(),
+            ..FileState::default()
+        }
+    }
 }
 
 /// The rows of a file that wait for its first time were given `key` (None: the file ended, or
@@ -376,36 +392,38 @@ impl Attributor {
             let says = gather.says(text, msg);
             let fields = c.comm_id.spans[row].is_some() || c.torch_rank[row].is_some();
             let event = gather.event_text(text, msg, next, stem, says || fields);
-            let event = event.map(|(text, stem)| Event {
-                sk: 0,
-                file_id: c.file_id[row],
-                line: c.line[row],
-                part: c.part[row],
-                text,
-                proc,
-                role: out.role[row],
-                ts_full,
-                host: out.host(&self.whole, row).map(str::to_string),
-                pid: c.pid[row],
-                record: out.record[row],
-                starts_record: c.starts_record[row],
-                torch_rank: c.torch_rank[row],
-                pg_desc: c.pg_desc.get(row).map(str::to_string),
-                pg_rank: c.pg_rank[row],
-                seq: c.seq[row],
-                op: c.op.get(row).map(str::to_string),
-                last_enqueued: c.last_enqueued[row],
-                last_completed: c.last_completed[row],
-                comm: c.comm.get(row).map(str::to_string),
-                comm_id: c.comm_id.get(row).map(str::to_string),
-                comm_rank: c.comm_rank[row],
-                comm_nranks: c.comm_nranks[row],
-                nccl_phase: c.nccl_phase.get(row).map(str::to_string),
-                next: next.map(str::to_string),
-                stream: out.stream(c, &self.whole, row).map(str::to_string),
-                said: stem || says,
+            let event = event.map(|(text, stem)| {
+                Box::new(Event {
+                    sk: 0,
+                    file_id: c.file_id[row],
+                    line: c.line[row],
+                    part: c.part[row],
+                    text,
+                    proc,
+                    role: out.role[row],
+                    ts_full,
+                    host: out.host(&self.whole, row).map(str::to_string),
+                    pid: c.pid[row],
+                    record: out.record[row],
+                    starts_record: c.starts_record[row],
+                    torch_rank: c.torch_rank[row],
+                    pg_desc: c.pg_desc.get(row).map(str::to_string),
+                    pg_rank: c.pg_rank[row],
+                    seq: c.seq[row],
+                    op: c.op.get(row).map(str::to_string),
+                    last_enqueued: c.last_enqueued[row],
+                    last_completed: c.last_completed[row],
+                    comm: c.comm.get(row).map(str::to_string),
+                    comm_id: c.comm_id.get(row).map(str::to_string),
+                    comm_rank: c.comm_rank[row],
+                    comm_nranks: c.comm_nranks[row],
+                    nccl_phase: c.nccl_phase.get(row).map(str::to_string),
+                    next: next.map(str::to_string),
+                    stream: out.stream(c, &self.whole, row).map(str::to_string),
+                    said: stem || says,
+                })
             });
-            gather.add(counted, event, out.sk[row]);
+            gather.add(&counted, event, out.sk[row]);
         }
     }
 
@@ -419,9 +437,11 @@ impl Attributor {
         let conflict = w.conflict.get(k).copied().unwrap_or(false);
         let mut role = w.role.get(k).copied().flatten();
         let file_id = c.file_id[row];
-        let shared_file = w.shared.contains(&file_id);
-        let file_proc = w.file_procs.get(&file_id).copied();
-        let state = self.files.entry(file_id).or_default();
+        let state = self
+            .files
+            .entry(file_id)
+            .or_insert_with(|| FileState::new(file_id, w));
+        let (shared_file, file_proc) = (state.shared, state.file_proc);
         let seq = state.seq;
         state.seq += 1;
         let starts = c.starts_record[row] == Some(true);
@@ -543,7 +563,8 @@ impl Attributor {
         let file_id = c.file_id[row];
         let starts = c.starts_record[row] == Some(true);
         let source = Source::ALL[c.source[row] as usize];
-        let file_proc = w.file_procs.get(&file_id).copied();
+        let state = self.files.get_mut(&file_id).expect("a file state");
+        let (file_proc, file_node) = (state.file_proc, state.file_node);
         let ambiguous_header =
             source == Source::Sglang && starts && c.prefix[..6].iter().all(|p| p[row].is_none());
         let lend = step.proc.is_none()
@@ -560,7 +581,6 @@ impl Attributor {
         };
         let why = why(step, proc, lend && is_foreign, c, row);
         // time
-        let state = self.files.get_mut(&file_id).expect("a file state");
         let stamp = Stamp {
             ts: c.ts[row],
             has_date: c.ts_has_date[row],
@@ -579,7 +599,6 @@ impl Attributor {
             .and_then(|p| w.processes.get(p as usize))
             .copied()
             .unwrap_or([None; 13]);
-        let file_node = w.file_nodes.get(&file_id).copied();
         let node = coordinates[NODE];
         let wrong_node = matches!((node, file_node), (Some(a), Some(b)) if a != b);
         for (i, column) in out.coordinates.iter_mut().enumerate() {

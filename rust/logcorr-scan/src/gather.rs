@@ -268,6 +268,8 @@ pub struct Tally {
     pub progress: HashMap<u32, i64>,
     /// (file, process) -> (lines, first line): where each process's lines are
     pub file_procs: HashMap<(u32, u32), (u64, u32)>,
+    /// the process added to `procs` last
+    last_proc: Option<u32>,
 }
 
 impl Tally {
@@ -331,7 +333,11 @@ impl Tally {
         self.capped += u64::from(row.capped);
         let Some(proc) = row.proc else { return };
         let at = (sk, row.file_id, row.line, row.part);
-        self.procs.insert(proc);
+        // (lines of a process mostly follow one another: its number is in the set already)
+        if self.last_proc != Some(proc) {
+            self.procs.insert(proc);
+            self.last_proc = Some(proc);
+        }
         let person = self
             .people
             .entry((proc, row.key, row.pid))
@@ -389,19 +395,20 @@ impl Gather {
     }
 
     /// Gather a line whose sort key is `sk` (None: it waits for its file's first time).
-    pub fn add(&mut self, counted: Counted, event: Option<Event>, sk: Option<i64>) {
+    /// (`event`: boxed, so that the many lines that are none pass a pointer, not its room)
+    pub fn add(&mut self, counted: &Counted, event: Option<Box<Event>>, sk: Option<i64>) {
         match sk {
             Some(sk) => {
-                self.tally.add(&counted, sk);
+                self.tally.add(counted, sk);
                 if let Some(mut event) = event {
                     event.sk = sk;
-                    self.events.push(event);
+                    self.events.push(*event);
                 }
             }
             None => {
                 let waiting = self.waiting.entry(counted.file_id).or_default();
-                waiting.0.add(&counted, 0);
-                waiting.1.extend(event);
+                waiting.0.add(counted, 0);
+                waiting.1.extend(event.map(|e| *e));
             }
         }
     }
@@ -701,15 +708,15 @@ mod tests {
         earlier.file_id = 1;
         for key in [Some(1_000), None] {
             let mut waited = Gather::new(selection.clone());
-            waited.add(earlier.clone(), None, Some(5_000));
+            waited.add(&earlier, None, Some(5_000));
             for r in &rows {
-                waited.add(r.clone(), None, None);
+                waited.add(r, None, None);
             }
             waited.settle(2, key);
             let mut direct = Gather::new(selection.clone());
-            direct.add(earlier.clone(), None, Some(5_000));
+            direct.add(&earlier, None, Some(5_000));
             for r in &rows {
-                direct.add(r.clone(), None, Some(key.unwrap_or(NO_TIME)));
+                direct.add(r, None, Some(key.unwrap_or(NO_TIME)));
             }
             assert_eq!(tally_text(&waited.tally), tally_text(&direct.tally));
         }
