@@ -154,6 +154,12 @@ def test_time_grows_with_the_length(name: str) -> None:
     finally:
         gc.enable()
     worst = max(growth, key=lambda unit: growth[unit])
+    if growth[worst] > SLACK:  # (measured again: another process's burst is not a trend)
+        gc.disable()
+        try:
+            growth[worst] = min(growth[worst], _growth(reader, head, worst))
+        finally:
+            gc.enable()
     assert growth[worst] <= SLACK, (
         f"{name}: per-byte time grows {growth[worst]:.1f}x from {SIZES[0]:,} to {SIZES[-1]:,} "
         f"characters of {head[:20]!r} + {worst!r}...")
