@@ -466,7 +466,7 @@ def _attribute_pass(logs: Any, total: int, warnings: list[str], workspace: Works
         batch, settled, read = step
         frame = pl.DataFrame(batch)
         if keep is not None:
-            kept.add(frame.select(_STORED), settled)
+            kept.add(frame[_STORED], settled)
         else:
             untimed = frame.get_column("_sk").is_null()
             if untimed.any():
@@ -583,7 +583,7 @@ def _read_again(logs: Any, workspace: Workspace | None, files: int) -> list[Run]
     store = workspace if workspace is not None else Workspace()
     reading = logs.rows_of(list(range(files)))
     while (batch := _core_call(reading.next_chunk)) is not None:
-        frame = pl.DataFrame(batch).select(_STORED)
+        frame = pl.DataFrame(batch)[_STORED]
         _write(store, frame.with_columns(pl.col("_sk").fill_null(NO_TIME)), runs,
                piece_rows(files))
     return [r for r in runs if r.rows]
@@ -594,7 +594,7 @@ def _rows_again(logs: Any, files: list[int]) -> pl.LazyFrame:
     reading = logs.rows_of(files)
     frames = []
     while (batch := _core_call(reading.next_chunk)) is not None:
-        frames.append(pl.DataFrame(batch).select(_STORED))
+        frames.append(pl.DataFrame(batch)[_STORED])
     if not frames:
         return _lazy_rows([])
     return pl.concat(frames).lazy()
@@ -629,7 +629,7 @@ def _write(workspace: Workspace, frame: pl.DataFrame, runs: list[Run], rows: int
     """`frame` sorted and written as a run; its first and last rows offered to `ends`."""
     if frame.height == 0:
         return
-    frame = sorted_by_key(frame.with_columns(pl.col("_sk").fill_null(NO_TIME))).select(_STORED)
+    frame = sorted_by_key(frame.with_columns(pl.col("_sk").fill_null(NO_TIME)))[_STORED]
     write_run(workspace, frame, runs, rows)
     if ends is not None:
         ends.offer(frame)
