@@ -9,7 +9,7 @@ use crate::clock::{self, Clock, FileTime, Stamp};
 use crate::gather::{Counted, Event, Gather};
 use crate::grammar::{ends_with_colon, FileGrammar, Row};
 use crate::keys::{KeyId, Keys};
-use crate::model::{Columns, Role, Source, StrColumn, ROLES};
+use crate::model::{role_code, Columns, Role, Source, StrColumn};
 
 /// How a line's process was identified (the `evidence` column), in the order of `model.EVIDENCE`.
 pub const EVIDENCE: [&str; 10] = [
@@ -99,6 +99,48 @@ impl FileState {
             file_node: w.file_nodes.get(&file_id).copied(),
             ..FileState::default()
         }
+    }
+}
+
+/// Each file's state, found by its number (a chunk's rows mostly stand in the file of the row
+/// before: that file's is found without hashing).
+#[derive(Default, Debug)]
+struct Files {
+    states: Vec<FileState>,
+    index: HashMap<u32, usize>,
+    last: Option<(u32, usize)>,
+}
+
+impl Files {
+    fn at(&mut self, file_id: u32) -> Option<usize> {
+        match self.last {
+            Some((last, at)) if last == file_id => Some(at),
+            _ => {
+                let at = *self.index.get(&file_id)?;
+                self.last = Some((file_id, at));
+                Some(at)
+            }
+        }
+    }
+
+    /// The file's state, made when it is met first.
+    fn get_or_new(&mut self, file_id: u32, w: &Whole) -> &mut FileState {
+        let at = match self.at(file_id) {
+            Some(at) => at,
+            None => {
+                self.states.push(FileState::new(file_id, w));
+                let at = self.states.len() - 1;
+                self.index.insert(file_id, at);
+                self.last = Some((file_id, at));
+                at
+            }
+        };
+        &mut self.states[at]
+    }
+
+    fn get_mut(&mut self, file_id: u32) -> Option<&mut FileState> {
+        let at = self.at(file_id)?;
+        Some(&mut self.states[at])
     }
 }
 
@@ -202,7 +244,7 @@ pub const WAITING_ROWS: usize = 1_000_000;
 pub struct Attributor {
     pub whole: Arc<Whole>,
     pub keys: Arc<Keys>,
-    files: HashMap<u32, FileState>,
+    files: Files,
     last_file: Option<u32>,
     /// The counts and event rows of every line attributed (none in a second reading).
     pub gather: Option<Gather>,
@@ -281,10 +323,6 @@ fn why(
     })
 }
 
-fn role_code(role: Role) -> u8 {
-    ROLES.iter().position(|r| *r == role).expect("a role") as u8
-}
-
 /// Per row of a chunk, between the two steps of `attribute`.
 struct Step {
     proc: Option<u32>,
@@ -306,7 +344,7 @@ impl Attributor {
         Attributor {
             whole,
             keys,
-            files: HashMap::default(),
+            files: Files::default(),
             last_file: None,
             gather,
             keys_seen: Vec::new(),
@@ -353,7 +391,7 @@ impl Attributor {
                 gather.settle(settled.file_id, settled.key);
             }
         }
-        for state in self.files.values_mut() {
+        for state in &mut self.files.states {
             state.grammar.prune();
         }
         out
@@ -437,10 +475,7 @@ impl Attributor {
         let conflict = w.conflict.get(k).copied().unwrap_or(false);
         let mut role = w.role.get(k).copied().flatten();
         let file_id = c.file_id[row];
-        let state = self
-            .files
-            .entry(file_id)
-            .or_insert_with(|| FileState::new(file_id, w));
+        let state = self.files.get_or_new(file_id, w);
         let (shared_file, file_proc) = (state.shared, state.file_proc);
         let seq = state.seq;
         state.seq += 1;
@@ -563,7 +598,7 @@ impl Attributor {
         let file_id = c.file_id[row];
         let starts = c.starts_record[row] == Some(true);
         let source = Source::ALL[c.source[row] as usize];
-        let state = self.files.get_mut(&file_id).expect("a file state");
+        let state = self.files.get_mut(file_id).expect("a file state");
         let (file_proc, file_node) = (state.file_proc, state.file_node);
         let ambiguous_header =
             source == Source::Sglang && starts && c.prefix[..6].iter().all(|p| p[row].is_none());
@@ -655,7 +690,7 @@ impl Attributor {
         files.sort_unstable();
         files.dedup();
         for file_id in files {
-            let state = self.files.get_mut(&file_id).expect("a file state");
+            let state = self.files.get_mut(file_id).expect("a file state");
             if let Some(&key) = first.get(&file_id) {
                 if state.waiting > 0 {
                     out.settled.push(Settled {

@@ -301,7 +301,8 @@ fn source_code(source: Source) -> u8 {
         .expect("a source") as u8
 }
 
-fn role_code(role: Role) -> u8 {
+/// A role's code in `Columns::role` (its place in `ROLES`).
+pub fn role_code(role: Role) -> u8 {
     ROLES.iter().position(|r| *r == role).expect("a role") as u8
 }
 
