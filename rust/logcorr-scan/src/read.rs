@@ -119,6 +119,17 @@ impl Pieces {
         }
     }
 
+    /// The bytes of a plain file not read yet (None for gzip, whose decoded size is not
+    /// known).
+    pub fn left(&self) -> Option<usize> {
+        match self.gzip {
+            None => {
+                Some(usize::try_from(self.size.saturating_sub(self.read)).unwrap_or(usize::MAX))
+            }
+            Some(_) => None,
+        }
+    }
+
     /// The next piece of at most `max` (> 0) decoded bytes; None at the end. When the file
     /// stops early, every byte that was read comes first, then `Err` once.
     pub fn next_piece(&mut self, max: usize) -> Result<Option<Vec<u8>>, Problem> {
@@ -529,6 +540,18 @@ impl Blocks {
     }
 }
 
+impl Blocks {
+    /// The room to make for a block's next bytes: a piece's; or, when less than one and a
+    /// half pieces of the file are left, all of them, so that the block the short remainder
+    /// joins at the end (below) has room for it instead of growing, which would copy it.
+    fn block_room(&self) -> usize {
+        match self.pieces.left() {
+            Some(left) if left > 0 && left < self.size.saturating_add(self.size / 2) => left,
+            _ => self.pieces.room(self.size),
+        }
+    }
+}
+
 impl Iterator for Blocks {
     type Item = Vec<u8>;
 
@@ -539,7 +562,7 @@ impl Iterator for Blocks {
             }
             if self.carry.capacity() == 0 {
                 // (a file's first piece is read into a spare buffer too)
-                self.carry = self.spare.take(self.pieces.room(self.size));
+                self.carry = self.spare.take(self.block_room());
             }
             let more = match self.pieces.next_piece_onto(&mut self.carry, self.size) {
                 Ok(more) => more,
@@ -570,7 +593,7 @@ impl Iterator for Blocks {
                 // (the rest of the last line is moved to a spare buffer, which the next
                 // pieces are read onto)
                 let tail = &self.carry[last + 1..];
-                let mut rest = self.spare.take(tail.len() + self.pieces.room(self.size));
+                let mut rest = self.spare.take(tail.len() + self.block_room());
                 rest.extend_from_slice(tail);
                 self.carry.truncate(last + 1);
                 let block = std::mem::replace(&mut self.carry, rest);
