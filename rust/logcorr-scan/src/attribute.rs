@@ -749,3 +749,33 @@ fn following<'a>(c: &'a Columns, row: usize, ahead: Option<&'a Ahead>) -> Option
 pub fn announces(text: &str) -> bool {
     ends_with_colon(text)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_files_state_is_found_again_whichever_file_came_before() {
+        let whole = Whole {
+            shared: [2].into_iter().collect(),
+            file_procs: [(3, 7)].into_iter().collect(),
+            file_nodes: [(3, 1)].into_iter().collect(),
+            ..Whole::default()
+        };
+        let mut files = Files::default();
+        let visits = [1u32, 1, 2, 3, 1, 3, 2, 2, 9];
+        for file_id in visits {
+            files.get_or_new(file_id, &whole).seq += 1;
+        }
+        for file_id in [1u32, 2, 3, 9, 1] {
+            let seen = visits.iter().filter(|&&f| f == file_id).count() as u64;
+            let state = files.get_mut(file_id).expect("a state");
+            assert_eq!(state.seq, seen, "file {file_id}");
+            assert_eq!(state.shared, file_id == 2);
+            assert_eq!(state.file_proc, (file_id == 3).then_some(7));
+            assert_eq!(state.file_node, (file_id == 3).then_some(1));
+        }
+        assert!(files.get_mut(4).is_none());
+        assert_eq!(files.states.len(), 4);
+    }
+}
