@@ -112,20 +112,18 @@ impl Pieces {
     /// without growing the buffer, which would copy it), else a first share that grows as
     /// the bytes come (a small file costs its own size, not a chunk's).
     pub fn room(&self, want: usize) -> usize {
-        let left = usize::try_from(self.size.saturating_sub(self.read)).unwrap_or(usize::MAX);
-        match self.gzip {
-            None if left > 0 => want.min(left),
+        match self.left() {
+            Some(left) if left > 0 => want.min(left),
             _ => want.min(FIRST_ROOM),
         }
     }
 
-    /// The bytes of a plain file not read yet (None for gzip, whose decoded size is not
-    /// known).
+    /// The bytes of a plain file not handed out yet: the first bytes read to tell gzip, and
+    /// those not read (None for gzip, whose decoded size is not known).
     pub fn left(&self) -> Option<usize> {
+        let unread = usize::try_from(self.size.saturating_sub(self.read)).unwrap_or(usize::MAX);
         match self.gzip {
-            None => {
-                Some(usize::try_from(self.size.saturating_sub(self.read)).unwrap_or(usize::MAX))
-            }
+            None => Some(unread.saturating_add(self.head.len())),
             Some(_) => None,
         }
     }
@@ -645,6 +643,24 @@ mod tests {
         let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
         encoder.write_all(data).expect("write");
         encoder.finish().expect("finish")
+    }
+
+    #[test]
+    fn a_files_short_remainder_joins_a_block_made_with_room_for_it() {
+        // 13 lines of 10 bytes in blocks of 100: the last 30 bytes join the first block,
+        // which was made for the whole file (it is not grown, which would copy it)
+        let bytes: Vec<u8> = (0..13)
+            .flat_map(|i| format!("line {i:03}\n").into_bytes())
+            .collect();
+        let dir = std::env::temp_dir().join(format!("logcorr-room-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        let path = dir.join("x.log");
+        std::fs::write(&path, &bytes).expect("write");
+        let pieces = Pieces::open(&path).expect("open");
+        let blocks: Vec<Vec<u8>> = Blocks::new(pieces, 100, Arc::default()).collect();
+        std::fs::remove_file(&path).ok();
+        assert_eq!(blocks, vec![bytes.clone()]);
+        assert_eq!(blocks[0].capacity(), bytes.len());
     }
 
     fn pieces_of(bytes: &[u8], size: usize) -> (Vec<Vec<u8>>, Option<Problem>) {
