@@ -1,7 +1,7 @@
 //! Both passes on several threads, with the same answers as on one.
 //!
 //! Pass 1: one thread reads the files into chunks (each with what the two lines before it
-//! say), workers parse them into surveys of their own, and the caller merges the surveys in
+//! say), workers parse them into surveys of their own, and a thread merges the surveys in
 //! chunk order (so that key rows are numbered as one thread would number them).
 //!
 //! Pass 2: the chunks that carry state one to the next (a file's chunks, and small files read
@@ -15,7 +15,7 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
+use std::sync::mpsc::{channel, sync_channel, Receiver, Sender, SyncSender};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
@@ -86,17 +86,27 @@ struct Surveyed {
     span: (u32, u32),
 }
 
-/// Pass 1 over the files on `plan.threads` workers.
+/// Pass 1 over the files on `plan.threads` workers. The surveys are merged in chunk order on a
+/// thread of their own, so the pass goes on whether or not the caller is asking for its
+/// progress (the command line starts it before its heavy modules are imported).
 pub struct SurveyRun {
-    results: Option<Mutex<Receiver<Result<Surveyed, String>>>>,
-    waiting: BTreeMap<usize, Surveyed>,
-    next: usize,
+    /// Each merged chunk's bytes of lines, as it is merged (or the error that ended the pass).
+    progress: Option<Mutex<Receiver<Result<usize, String>>>>,
+    merger: Option<JoinHandle<Option<Merged>>>,
     pub survey: Survey,
     pub lines: u64,
     /// Each chunk's first and last file, in order.
     pub spans: Vec<(u32, u32)>,
     pub warnings: Arc<Mutex<Vec<String>>>,
     workers: Workers,
+}
+
+/// The surveys merged: what the pass found.
+#[derive(Default)]
+struct Merged {
+    survey: Survey,
+    lines: u64,
+    spans: Vec<(u32, u32)>,
 }
 
 type Work = (usize, RawChunk, Vec<Said>);
@@ -109,6 +119,7 @@ impl SurveyRun {
         let (work_tx, work_rx) = sync_channel::<Work>(threads * 2);
         let work_rx = Arc::new(Mutex::new(work_rx));
         let (done_tx, done_rx) = sync_channel::<Result<Surveyed, String>>(threads * 2);
+        let (progress_tx, progress_rx) = channel::<Result<usize, String>>();
         let mut handles = Vec::new();
         // (the workers give the reader back the buffers of the chunks they surveyed)
         let spare = Arc::new(Spare::default());
@@ -133,10 +144,14 @@ impl SurveyRun {
                 survey_chunks(&files, &cancel, &work_rx, &done_tx, &spare);
             }));
         }
+        drop(done_tx);
+        let merger = {
+            let cancel = cancel.clone();
+            std::thread::spawn(move || merge_surveys(&done_rx, &progress_tx, &cancel))
+        };
         SurveyRun {
-            results: Some(Mutex::new(done_rx)),
-            waiting: BTreeMap::new(),
-            next: 0,
+            progress: Some(Mutex::new(progress_rx)),
+            merger: Some(merger),
             survey: Survey::default(),
             lines: 0,
             spans: Vec::new(),
@@ -145,34 +160,34 @@ impl SurveyRun {
         }
     }
 
-    /// Merge the next chunk's survey (waiting for it); its bytes of lines, None at the end.
+    /// The next chunk merged (waiting for it): its bytes of lines; None at the end, when the
+    /// survey, lines and spans are the whole set's.
     pub fn step(&mut self) -> Result<Option<usize>, String> {
-        loop {
-            if let Some(done) = self.waiting.remove(&self.next) {
-                self.next += 1;
-                self.lines += done.rows as u64;
-                self.spans.push(done.span);
-                self.survey.merge(done.survey);
-                return Ok(Some(done.bytes));
-            }
-            let Some(results) = &self.results else {
-                return Ok(None);
-            };
-            let received = results
-                .lock()
-                .map_err(|_| "internal error: pass 1 stopped".to_string())?
-                .recv();
-            match received {
-                Ok(Ok(done)) => {
-                    self.waiting.insert(done.index, done);
-                }
-                Ok(Err(message)) => return Err(message),
-                Err(_) => {
-                    self.results = None;
-                    if !self.waiting.is_empty() {
-                        return Err("internal error: a chunk of pass 1 was lost".to_string());
+        let Some(progress) = &self.progress else {
+            return Ok(None);
+        };
+        let received = progress
+            .lock()
+            .map_err(|_| "internal error: pass 1 stopped".to_string())?
+            .recv();
+        match received {
+            Ok(Ok(bytes)) => Ok(Some(bytes)),
+            Ok(Err(message)) => Err(message),
+            Err(_) => {
+                self.progress = None;
+                match self
+                    .merger
+                    .take()
+                    .and_then(|merger| merger.join().ok())
+                    .flatten()
+                {
+                    Some(merged) => {
+                        self.survey = merged.survey;
+                        self.lines = merged.lines;
+                        self.spans = merged.spans;
+                        Ok(None)
                     }
-                    return Ok(None);
+                    None => Err("internal error: pass 1 stopped".to_string()),
                 }
             }
         }
@@ -181,9 +196,60 @@ impl SurveyRun {
 
 impl Drop for SurveyRun {
     fn drop(&mut self) {
-        self.results = None;
+        self.progress = None;
         self.workers.stop();
+        if let Some(merger) = self.merger.take() {
+            let _ = merger.join();
+        }
     }
+}
+
+/// Merge the chunks' surveys in chunk order as they come, telling `progress` each one's bytes;
+/// the merged survey when every chunk came (None after an error, sent to `progress`, or when
+/// the pass was stopped).
+fn merge_surveys(
+    results: &Receiver<Result<Surveyed, String>>,
+    progress: &Sender<Result<usize, String>>,
+    cancel: &AtomicBool,
+) -> Option<Merged> {
+    let mut waiting: BTreeMap<usize, Surveyed> = BTreeMap::new();
+    let mut merged = Merged::default();
+    let mut next = 0;
+    // (ends when the reader and every worker are done: they hold the senders)
+    for received in results {
+        if cancel.load(Ordering::SeqCst) {
+            return None;
+        }
+        let done = match received {
+            Ok(done) => done,
+            Err(message) => {
+                let _ = progress.send(Err(message));
+                return None;
+            }
+        };
+        waiting.insert(done.index, done);
+        while let Some(done) = waiting.remove(&next) {
+            next += 1;
+            let bytes = done.bytes;
+            let outcome = catch_unwind(AssertUnwindSafe(|| {
+                merged.lines += done.rows as u64;
+                merged.spans.push(done.span);
+                merged.survey.merge(done.survey);
+            }));
+            if let Err(payload) = outcome {
+                let _ = progress.send(Err(panic_message(payload, "the files")));
+                return None;
+            }
+            if progress.send(Ok(bytes)).is_err() {
+                return None;
+            }
+        }
+    }
+    if !waiting.is_empty() {
+        let _ = progress.send(Err("internal error: a chunk of pass 1 was lost".to_string()));
+        return None;
+    }
+    Some(merged)
 }
 
 fn read_chunks(
