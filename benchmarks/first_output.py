@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from rich.console import Console
 
-from logcorr import cli
+from logcorr import commands
 from logcorr.api import analyze
 
 
@@ -54,7 +54,7 @@ def main(argv: list[str]) -> int:
     marks["analysis_done"] = time.perf_counter() - start
     sink = _Clocked(start)
     console = Console(file=sink, width=160, force_terminal=True, soft_wrap=True)
-    cli._print_timeline(console, analysis, None, "rich", 2000)
+    commands.print_timeline(console, analysis, None, "rich", 2000)
     marks["output_done"] = time.perf_counter() - start
     marks["first_row"] = sink.first_row if sink.first_row is not None else float("nan")
     rows = sink.getvalue().count(".log:")

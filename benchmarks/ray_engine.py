@@ -109,7 +109,7 @@ def task_costs(folder: Path, cpus: int) -> list[tuple[str, ...]]:
     from logcorr import parts
     from logcorr.api import attribution_arguments, survey_frames, whole_set
     from logcorr.ingest import discover
-    from logcorr.stream import CHUNK_BYTES
+    from logcorr.start import CHUNK_BYTES
 
     sources, _ = discover([folder / "logs"])
     files = parts.files_of(sources)

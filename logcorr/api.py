@@ -14,7 +14,6 @@ The timeline is then read from the runs by their merge (`Analysis.batches`).
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta
@@ -28,7 +27,6 @@ from logcorr.config import (
     LaunchConfig,
     config_from_fields,
     fields_from_server_args_line,
-    load_config,
     with_overrides,
 )
 from logcorr.diagnose import (
@@ -40,7 +38,7 @@ from logcorr.diagnose import (
 )
 from logcorr.diagnose.context import ALL_STEMS, CHILD_DIED, GLOG_FATAL, PROGRESS_STEMS, WRAP_MIN
 from logcorr.errors import ConfigError, CoreError, InputError
-from logcorr.ingest import MAX_ROWS, Skipped, Source, discover
+from logcorr.ingest import Skipped, Source
 from logcorr.model import COORDINATES, TIMELINE_SCHEMA
 from logcorr.output import time_condition
 from logcorr.resolve import (
@@ -49,8 +47,8 @@ from logcorr.resolve import (
     resolve_keys,
 )
 from logcorr.selector import Selector
+from logcorr.start import Started, given_topology, start_reading
 from logcorr.stream import (
-    CHUNK_BYTES,
     NO_TIME,
     SORT_COLUMNS,
     Key,
@@ -244,35 +242,36 @@ def analyze(
     threads: int | None = None,
     engine: str = "local",
     ray: RayOptions | None = None,
+    started: Started | None = None,
 ) -> Analysis:
     """Parse, attribute and align every line under `paths`, a chunk at a time.
 
     `progress(stage, done, total)` reports each of the STAGES (parsing and attributing count
-    bytes). `chunk_bytes` (default: `stream.CHUNK_BYTES`, whatever the set's size) bounds how
+    bytes). `chunk_bytes` (default: `start.CHUNK_BYTES`, whatever the set's size) bounds how
     much text is worked on at once. `keep` (the lean view: a terminal shows the timeline's
     head and tail): no runs are written, only the first and last `keep` rows of the timeline
     are kept, and the files are read again for anything more (`Analysis.batches`,
     `Analysis.rows_of`). `threads`: the core's workers (default: LOGCORR_THREADS, else one
     per core); the answers are the same with any number. `engine="ray"` runs the passes as
     tasks on a Ray cluster (`ray`: where, and where the timeline's partitions go; see
-    logcorr.engine_ray): the same answers.
+    logcorr.engine_ray): the same answers. `started`: the same analysis with its topology
+    built and pass 1 already under way (`start.start_reading` on these arguments; the
+    command line starts it before importing polars).
     """
     report = progress or (lambda stage, done, total: None)
-    given = _given_topology(config, sglang_version, validate)  # (a bad one: before any line)
-    if engine != "local":
-        from logcorr.engine_ray import analyze_on_ray  # (Ray is imported only when used)
+    if started is None:
+        given = given_topology(config, sglang_version, validate)  # (a bad one: before any line)
+        if engine != "local":
+            from logcorr.engine_ray import analyze_on_ray  # (Ray is imported only when used)
 
-        if engine != "ray":
-            raise InputError(f"unknown engine {engine!r}: use local or ray")
-        return analyze_on_ray(paths, given, sglang_version, validate, clock_offsets, report,
-                              chunk_bytes, ray or RayOptions())
-    report("reading", 0, 1)
-    skipped: list[Skipped] = []
-    sources, warnings = discover(paths, skipped)
-    total = sum(_size(s) for s in sources)
-    chunk = chunk_bytes if chunk_bytes is not None else CHUNK_BYTES
-    logs = _core.LogSet([(s.file_id, os.fsencode(s.path), s.display) for s in sources],
-                        max(1, chunk), MAX_ROWS, threads or thread_count())
+            if engine != "ray":
+                raise InputError(f"unknown engine {engine!r}: use local or ray")
+            return analyze_on_ray(paths, given, sglang_version, validate, clock_offsets, report,
+                                  chunk_bytes, ray or RayOptions())
+        report("reading", 0, 1)
+        started = start_reading(paths, given, chunk_bytes, threads)
+    given, sources, logs, total = started.given, started.sources, started.logs, started.total
+    warnings, skipped = started.warnings, started.skipped
     survey = _survey(logs, total, warnings, report)
     workspace = Workspace(memory_budget if memory_budget is not None
                           else memory_budget_for(total, int(survey["lines"])))
@@ -316,18 +315,6 @@ def survey_frames(tables: dict[str, Any]) -> dict[str, Any]:
         tables["server_args"], schema={"file_id": pl.UInt32, "line": pl.UInt32,
                                        "text": pl.String}, orient="row")
     return tables
-
-
-def thread_count() -> int:
-    """The core's workers: LOGCORR_THREADS when set (a whole number, at least 1), else one per
-    core."""
-    text = os.environ.get("LOGCORR_THREADS", "").strip()
-    if not text:
-        return max(1, os.cpu_count() or 1)
-    if not text.isdigit() or int(text) < 1:
-        raise InputError(f"LOGCORR_THREADS={text!r} is not a number of threads: give a whole "
-                         "number, at least 1 (e.g. LOGCORR_THREADS=2)")
-    return int(text)
 
 
 def _core_call(step: Callable[[], _T]) -> _T:
@@ -635,13 +622,6 @@ def _write(workspace: Workspace, frame: pl.DataFrame, runs: list[Run], rows: int
         ends.offer(frame)
 
 
-def _size(source: Source) -> int:
-    try:
-        return source.path.stat().st_size
-    except OSError:
-        return 0
-
-
 class EventRows:
     """The diagnosis's event rows as the chunks give them, their repeats cut (`thin_events`):
     a chunk's when it has more than THIN_CHUNK_ROWS, and all held whenever more than
@@ -769,18 +749,6 @@ def _server_args_lines(found: list[pl.DataFrame], sources: list[Source], version
 def _note(kind: str, detail: str, file_id: int | None = None, line: int | None = None
           ) -> dict[str, object]:
     return {"kind": kind, "count": 1, "detail": detail, "file_id": file_id, "line": line}
-
-
-def _given_topology(config: str | Path | LaunchConfig | None, version: str | None,
-                    validate: bool) -> tuple[Topology, str] | None:
-    """The topology of --config and where it came from; a bad config (or one past the
-    sizes logcorr builds) is an input error, raised before anything else is read or built."""
-    if config is None:
-        return None
-    launch = config if isinstance(config, LaunchConfig) else load_config(
-        config, sglang_version=version, validate=validate)
-    source = launch.source if isinstance(config, LaunchConfig) else f"--config {config}"
-    return build_topology(launch, validate=validate), source
 
 
 def _topology(given: tuple[Topology, str] | None, declared: list[_Declared], validate: bool,

@@ -1,54 +1,31 @@
-"""Command line: parse options, call the library, print. The only module that prints or exits.
+"""Command line: parse options, call the library (`logcorr.commands`), print. The only modules
+that print or exit are these two.
 
 Exit codes: 0 success; 1 findings of severity error with --exit-code, or a failed `check`;
 2 bad usage or bad input (one `logcorr: error: ...` line on stderr, never a traceback).
+
+This module imports nothing heavy: a command's handler imports `logcorr.commands` (polars,
+rich) when it runs, and `analyze` first starts reading the files, so the core parses them
+while those modules load (about 0.3 s of one core).
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
-import io
-import json
 import os
 import signal
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from types import FrameType
-from typing import TextIO
-
-import polars as pl
-from rich.console import Console
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.text import Text
+from typing import TYPE_CHECKING
 
 from logcorr import __version__, cleanup
-from logcorr.api import KEEP_ROWS, STAGES, Analysis, RayOptions, analyze, select_rows
-from logcorr.config import LaunchConfig, load_config
-from logcorr.errors import ConfigError, InputError, LogcorrError
-from logcorr.fixtures import Comparison, compare, new_fixture, open_fixture, write_expected
-from logcorr.fixtures import run as run_fixture
-from logcorr.output import (
-    MACHINE_FORMATS,
-    parse_clock_offsets,
-    write_json,
-    write_machine,
-    write_text,
-)
-from logcorr.render_check import render_comparison
-from logcorr.render_timeline import (
-    findings_view,
-    head_tail,
-    header,
-    inert,
-    text_lines,
-    timeline_table,
-)
-from logcorr.render_topology import render_rank, render_topology
-from logcorr.selector import parse_selector
-from logcorr.topology import build_topology, check_config, topology_to_json
+from logcorr.errors import InputError, LogcorrError
+
+if TYPE_CHECKING:
+    from logcorr.start import Started
 
 Handler = Callable[[argparse.Namespace], int]
 FORMATS = ("rich", "text", "jsonl", "csv", "parquet", "perfetto")
@@ -94,41 +71,7 @@ def _add_topology(commands: argparse._SubParsersAction) -> None:  # type: ignore
                          help="rich tables (default) or the JSON document")
     command.add_argument("--rank", metavar="SPEC", help=(
         "explain one process, e.g. tp=10, world=5,replica=1, DP5"))
-    command.set_defaults(handler=_run_topology)
-
-
-def _run_topology(args: argparse.Namespace) -> int:
-    config = load_config(args.config, sglang_version=args.sglang_version,
-                         validate=not args.no_validate)
-    topology = build_topology(config, validate=not args.no_validate)
-    if args.no_validate:
-        _warn_if_refused(config)
-    processes = list(topology.processes)
-    if args.rank:
-        processes = topology.select(parse_selector(args.rank).criteria())
-        if not processes:
-            raise InputError(f"no process matches --rank {args.rank!r} in this topology "
-                             f"({len(topology.processes)} schedulers)")
-    if args.format == "json":
-        document = topology_to_json(topology)
-        if args.rank:
-            keys = {p.key for p in processes}
-            document["processes"] = [d for d, p in zip(document["processes"],  # type: ignore
-                                                       topology.processes) if p.key in keys]
-        sys.stdout.write(json.dumps(document, indent=1) + "\n")
-        return 0
-    console = Console(soft_wrap=False, width=None if sys.stdout.isatty() else 160)
-    console.print(render_rank(topology, processes) if args.rank else render_topology(topology))
-    return 0
-
-
-def _warn_if_refused(config: LaunchConfig) -> None:
-    """--no-validate: say loudly when SGLang itself would not launch this layout."""
-    try:
-        check_config(config)
-    except ConfigError as error:
-        sys.stderr.write(f"logcorr: warning: SGLang would refuse to launch this layout ({error}); "
-                         "coordinates computed anyway because of --no-validate\n")
+    command.set_defaults(handler=_command("run_topology"))
 
 
 def _add_analyze(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -169,133 +112,6 @@ def _add_analyze(commands: argparse._SubParsersAction) -> None:  # type: ignore[
     command.set_defaults(handler=_run_analyze)
 
 
-def _run_analyze(args: argparse.Namespace) -> int:
-    if args.engine == "ray" or args.ray_address is not None or args.ray_cpus is not None:
-        return _run_analyze_on_ray(args)
-    selector = parse_selector(args.select) if args.select else None
-    offsets = parse_clock_offsets(args.clock_offset)
-    fmt = args.format or ("rich" if sys.stdout.isatty() else "text")
-    filtered = selector is not None or args.since is not None or args.until is not None
-    # (a terminal's view of the whole timeline shows its head and tail: no runs are written)
-    lean = fmt in ("rich", "text") and not filtered and not args.html and args.limit > 0
-    with _progress_bar() as progress:
-        analysis = analyze(args.paths, config=args.config, sglang_version=args.sglang_version,
-                           clock_offsets=offsets, validate=not args.no_validate,
-                           progress=progress,
-                           keep=max(KEEP_ROWS, args.limit // 2) if lean else None)
-    if fmt == "perfetto" and filtered:
-        raise InputError("--select, --since and --until do not apply to --format perfetto "
-                         "(the trace shows every process)")
-    batches = select_rows(analysis, selector, args.since, args.until)
-    if args.report:
-        write_json(analysis.report(), args.report)
-    if args.html or fmt == "perfetto":
-        _write_pictures(analysis, args.html, args.output if fmt == "perfetto" else None,
-                        fmt == "perfetto")
-    if fmt in (*MACHINE_FORMATS, "perfetto"):
-        for warning in analysis.warnings:  # the header that carries them is not printed
-            sys.stderr.write(f"logcorr: warning: {inert(warning)}\n")
-        if fmt != "perfetto":
-            write_machine(batches, fmt, args.output)
-    else:
-        with _text_stream(args.output) as stream:
-            tty = stream is sys.stdout and sys.stdout.isatty()
-            console = Console(file=stream, soft_wrap=True, highlight=False,
-                              force_terminal=None if tty else False, width=None if tty else 160)
-            _print_timeline(console, analysis, batches if filtered else None, fmt, args.limit)
-    failed = any(f.severity == "error" for f in analysis.findings)
-    return 1 if args.exit_code and failed else 0
-
-
-def _run_analyze_on_ray(args: argparse.Namespace) -> int:
-    """`analyze --engine ray`: the timeline as parquet partitions in the folder -o OUT/, the
-    findings in --report; nothing on stdout."""
-    if args.engine != "ray":
-        raise InputError("--ray-address and --ray-cpus go with --engine ray")
-    if args.ray_cpus is not None and args.ray_cpus < 1:
-        raise InputError(f"--ray-cpus {args.ray_cpus}: give a number of CPUs, at least 1")
-    unsupported = [name for name, value in (("--select", args.select), ("--since", args.since),
-                                            ("--until", args.until), ("--html", args.html))
-                   if value is not None]
-    if unsupported:
-        raise InputError(f"{unsupported[0]} does not apply with --engine ray (it writes the "
-                         "whole timeline as parquet partitions: filter them when reading)")
-    if args.format not in (None, "parquet"):
-        raise InputError(f"--format {args.format} does not apply with --engine ray: it writes "
-                         "parquet partitions (--format parquet -o OUT/)")
-    if not args.output:
-        raise InputError("--engine ray writes the timeline as parquet partitions into a "
-                         "folder: add -o OUT/")
-    offsets = parse_clock_offsets(args.clock_offset)
-    options = RayOptions(address=args.ray_address, cpus=args.ray_cpus, output=args.output)
-    with _progress_bar() as progress:
-        analysis = analyze(args.paths, config=args.config, sglang_version=args.sglang_version,
-                           clock_offsets=offsets, validate=not args.no_validate,
-                           progress=progress, engine="ray", ray=options)
-    if args.report:
-        write_json(analysis.report(), args.report)
-    for warning in analysis.warnings:
-        sys.stderr.write(f"logcorr: warning: {inert(warning)}\n")
-    failed = any(f.severity == "error" for f in analysis.findings)
-    return 1 if args.exit_code and failed else 0
-
-
-def _write_pictures(analysis: Analysis, html_path: str | None, trace_path: str | None,
-                    trace: bool) -> None:
-    """The HTML report and / or the Perfetto trace, from one pass over the timeline."""
-    from logcorr.digest import digest
-    from logcorr.perfetto import write_trace
-    from logcorr.report_html import write_html
-
-    gathered = digest(analysis)
-    if html_path:
-        write_html(analysis, gathered, html_path)
-    if trace:
-        with _text_stream(trace_path) as stream:
-            write_trace(gathered, stream)
-
-
-@contextlib.contextmanager
-def _progress_bar() -> Iterator[Callable[[str, int, int], None] | None]:
-    """A stage progress bar on stderr, only when stderr is a terminal (never in output)."""
-    if not sys.stderr.isatty():
-        yield None
-        return
-    with Progress(TextColumn("logcorr: {task.description}"), BarColumn(), TimeElapsedColumn(),
-                  console=Console(stderr=True), transient=True) as bar:
-        task = bar.add_task("reading", total=len(STAGES) - 1)
-
-        def update(stage: str, done: int, total: int) -> None:
-            bar.update(task, description=stage, completed=done, total=total)
-
-        yield update
-
-
-def _print_timeline(console: Console, analysis: Analysis,
-                    batches: Iterator[pl.DataFrame] | None, fmt: str, limit: int) -> None:
-    console.print(findings_view(analysis))
-    console.print(header(analysis, analysis.tally.lines if batches is None else None, limit))
-    for piece in head_tail(analysis, batches, limit):
-        if isinstance(piece, str):
-            console.print(Text(piece, style="dim"))
-        elif fmt == "rich":
-            console.print(timeline_table(piece, analysis.topology))
-        else:
-            console.file.writelines(f"{line}\n" for line in text_lines(piece, analysis.topology))
-
-
-@contextlib.contextmanager
-def _text_stream(output: str | None) -> Iterator[TextIO]:
-    """stdout, or a buffer written to `output` atomically once everything is rendered (an
-    interrupted run leaves no partial file under that name)."""
-    if output is None:
-        yield sys.stdout
-        return
-    buffer = io.StringIO()
-    yield buffer
-    write_text(buffer.getvalue(), output)
-
-
 def _add_check(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     command = commands.add_parser(
         "check", help="re-run fixtures and compare with their accepted results",
@@ -306,7 +122,7 @@ def _add_check(commands: argparse._SubParsersAction) -> None:  # type: ignore[ty
     command.add_argument("--update", action="store_true",
                          help="rewrite expected/ from the current analysis")
     command.add_argument("--format", choices=("rich", "json"), default="rich")
-    command.set_defaults(handler=_run_check)
+    command.set_defaults(handler=_command("run_check"))
 
 
 def _add_fixture(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -319,7 +135,7 @@ def _add_fixture(commands: argparse._SubParsersAction) -> None:  # type: ignore[
     new.add_argument("logs", metavar="LOGS")
     new.add_argument("--config", metavar="ARGS", help="launch args (optional with server_args)")
     new.add_argument("-o", "--output", required=True, metavar="DIR", help="new fixture folder")
-    new.set_defaults(handler=_run_fixture_new)
+    new.set_defaults(handler=_command("run_fixture_new"))
 
 
 def _add_lnav_format(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -331,66 +147,40 @@ def _add_lnav_format(commands: argparse._SubParsersAction) -> None:  # type: ign
     command.add_argument("--install", action="store_true", help=(
         "write it to lnav's formats/installed/ folder (~/.lnav or ~/.config/lnav)"))
     command.add_argument("--dir", metavar="DIR", help="with --install: write it to DIR instead")
-    command.set_defaults(handler=_run_lnav_format)
+    command.set_defaults(handler=_command("run_lnav_format"))
 
 
-def _run_lnav_format(args: argparse.Namespace) -> int:
-    from logcorr.lnav_format import install, lnav_format_text
+def _command(name: str) -> Handler:
+    """The handler `name` of logcorr.commands, imported when the command runs."""
+    def run(args: argparse.Namespace) -> int:
+        from logcorr import commands
 
-    if args.dir and not args.install:
-        raise InputError("--dir goes with --install")
-    if not args.install:
-        sys.stdout.write(lnav_format_text())
-        return 0
+        handler: Handler = getattr(commands, name)
+        return handler(args)
+
+    return run
+
+
+def _run_analyze(args: argparse.Namespace) -> int:
+    started = _head_start(args)
+    from logcorr.commands import run_analyze
+
+    return run_analyze(args, started)
+
+
+def _head_start(args: argparse.Namespace) -> Started | None:
+    """A local analysis's pass 1, started before the heavy modules are imported. Whatever
+    would fail here (a bad config, no files) is left to the analysis, which reports it after
+    the options it checks first: the same error, in the same order."""
+    if args.engine != "local" or args.ray_address is not None or args.ray_cpus is not None:
+        return None
+    from logcorr.start import given_topology, start_reading
+
     try:
-        path = install(args.dir)
-    except OSError as error:
-        raise InputError(f"cannot install the lnav format: {error}") from None
-    sys.stdout.write(f"installed {path}; open a timeline with `lnav timeline.jsonl`\n")
-    return 0
-
-
-def _run_check(args: argparse.Namespace) -> int:
-    fixtures = [open_fixture(path, need_expected=not args.update) for path in args.fixtures]
-    results = []
-    for fixture in sorted(fixtures, key=lambda f: str(f.path)):
-        sys.stderr.write(f"logcorr: checking {fixture.path} ...\n")
-        analysis = run_fixture(fixture)
-        if args.update:
-            before = compare(fixture, analysis) if (fixture.expected / "report.json").exists() \
-                and (fixture.expected / "timeline.jsonl").exists() else None
-            write_expected(fixture, analysis)
-            sys.stderr.write(f"logcorr: updated {fixture.expected}: "
-                             f"{_update_summary(before)}\n")
-            continue
-        results.append(compare(fixture, analysis))
-    if args.update:
-        return 0
-    if args.format == "json":
-        sys.stdout.write(json.dumps({"fixtures": [r.to_json() for r in results]}, indent=1,
-                                    sort_keys=True) + "\n")
-    else:
-        console = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
-        for result in results:
-            console.print(render_comparison(result))
-    return 0 if all(r.matches for r in results) else 1
-
-
-def _update_summary(before: Comparison | None) -> str:
-    if before is None:
-        return "written for the first time"
-    if before.matches:
-        return "no change"
-    return (f"{len(before.findings_changed)} finding change(s), {before.lines_changed} line(s) "
-            f"changed attribution, {before.lines_added} added, {before.lines_removed} removed")
-
-
-def _run_fixture_new(args: argparse.Namespace) -> int:
-    fixture = new_fixture(args.logs, args.config, args.output)
-    report = json.loads((fixture.expected / "report.json").read_text())
-    sys.stdout.write(f"created fixture {fixture.path}: {len(report['findings'])} finding(s); "
-                     f"check it with `logcorr check {fixture.path}`\n")
-    return 0
+        given = given_topology(args.config, args.sglang_version, not args.no_validate)
+        return start_reading(args.paths, given, None, None)
+    except LogcorrError:
+        return None
 
 
 def main(argv: Sequence[str] | None = None) -> int:

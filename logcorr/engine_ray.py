@@ -54,7 +54,8 @@ from logcorr.api import (
 )
 from logcorr.errors import CoreError, EngineError, InputError, LogcorrError
 from logcorr.ingest import Skipped, Source, discover
-from logcorr.stream import CHUNK_BYTES, Workspace
+from logcorr.start import CHUNK_BYTES
+from logcorr.stream import Workspace
 from logcorr.topology import Topology
 
 NEEDS_RAY = "--engine ray needs: pip install 'logcorr[ray]'"

@@ -24,12 +24,13 @@ import os
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-
-import polars as pl
+from typing import TYPE_CHECKING
 
 from logcorr import _core
 from logcorr.errors import InputError
-from logcorr.model import LINES_SCHEMA
+
+if TYPE_CHECKING:  # (polars is imported by the readers that make frames: finding the files
+    import polars as pl  # needs none, and `analyze` starts reading before polars is loaded)
 
 CHUNK_BYTES = 64 * 1024 * 1024
 SNIFF_BYTES = 8192
@@ -237,6 +238,8 @@ def read_lines(
     sources: Sequence[Source], chunk_bytes: int = CHUNK_BYTES
 ) -> tuple[pl.DataFrame, list[str]]:
     """All physical lines of `sources` as one `LINES_SCHEMA` frame, plus warnings."""
+    import polars as pl
+
     warnings: list[str] = []
     frames = list(iter_line_chunks(sources, chunk_bytes, warnings))
     if not frames:
@@ -254,6 +257,8 @@ def iter_line_chunks(
 
     Warnings (unreadable or corrupt files) are appended to `warnings` when given.
     """
+    import polars as pl
+
     sink: list[str] = warnings if warnings is not None else []
     reader = _core.LineReader([(s.file_id, os.fsencode(s.path), s.display) for s in sources],
                               max(chunk_bytes, 1), MAX_ROWS)
@@ -266,4 +271,8 @@ def iter_line_chunks(
 
 def empty_lines() -> pl.DataFrame:
     """A frame with the `LINES_SCHEMA` columns and no rows."""
+    import polars as pl
+
+    from logcorr.model import LINES_SCHEMA
+
     return pl.DataFrame(schema=LINES_SCHEMA)

@@ -33,9 +33,6 @@ import polars as pl
 from logcorr import cleanup
 from logcorr.errors import InputError
 
-# Bytes of lines in a chunk (and at most `ingest.MAX_ROWS` lines): each chunk costs Python a
-# few sorts and stores besides its lines, and each of the core's workers holds one or two.
-CHUNK_BYTES = 12 << 20
 MERGE_ROWS = 1 << 17  # rows the merge may buffer over all runs together
 BATCH_ROWS = 1 << 15  # rows the merge emits at most per batch
 PIECE_ROWS = (8192, 32768)  # the smallest and largest piece

@@ -22,6 +22,7 @@ import pytest
 from test_robustness import run_cli
 
 import logcorr.cli
+import logcorr.commands
 import logcorr.output
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -154,7 +155,7 @@ class TestInterruptedWrite:
             yield "... some lines ..."
             raise KeyboardInterrupt
 
-        monkeypatch.setattr(logcorr.cli, "head_tail", interrupt)
+        monkeypatch.setattr(logcorr.commands, "head_tail", interrupt)
         code, _, _ = run_cli(["analyze", str(FIXTURE / "logs"), "--format", fmt,
                               "-o", str(target)])
         assert code == 130
@@ -162,19 +163,21 @@ class TestInterruptedWrite:
         assert os.listdir(tmp_path) == []
 
 
-def test_ctrl_c_while_importing_is_not_a_traceback() -> None:
-    """Ctrl-C before the heavy modules are loaded: `logcorr: interrupted`, exit 130."""
+@pytest.mark.parametrize("module", ["logcorr.cli", "logcorr.commands"])
+def test_ctrl_c_while_importing_is_not_a_traceback(module: str) -> None:
+    """Ctrl-C before the heavy modules are loaded (logcorr.commands: after the analysis has
+    started reading the files): `logcorr: interrupted`, exit 130."""
     script = (
         "import sys\n"
         "class Interrupt:\n"
         "    def find_spec(self, name, path=None, target=None):\n"
-        "        if name == 'logcorr.cli':\n"
+        f"        if name == {module!r}:\n"
         "            raise KeyboardInterrupt\n"
         "sys.meta_path.insert(0, Interrupt())\n"
         "from logcorr.launch import main\n"
         "main()\n")
-    done = subprocess.run([sys.executable, "-c", script, "analyze", "x"], capture_output=True,
-                          text=True, cwd=ROOT, timeout=60, check=False)
+    done = subprocess.run([sys.executable, "-c", script, "analyze", str(FIXTURE / "logs")],
+                          capture_output=True, text=True, cwd=ROOT, timeout=60, check=False)
     assert done.returncode == 130
     assert done.stderr == "logcorr: interrupted\n"
 
@@ -283,14 +286,14 @@ def test_a_signal_ends_the_run_inside_the_core(tmp_path: Path, signum: int) -> N
     out = tmp_path / "out"
     out.mkdir()
     script = (
-        "import os, logcorr.api as api\n"
-        "found = api.discover\n"
+        "import os, logcorr.start as start\n"
+        "found = start.discover\n"
         "def discover(paths, skipped):\n"
         "    sources, warnings = found(paths, skipped)\n"
         "    os.remove(sources[-1].path)\n"
         "    os.mkfifo(sources[-1].path)\n"
         "    return sources, warnings\n"
-        "api.discover = discover\n"
+        "start.discover = discover\n"
         "from logcorr.launch import main\n"
         "main()\n")
     process = subprocess.Popen(

@@ -18,6 +18,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{channel, sync_channel, Receiver, Sender, SyncSender};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 use crate::attribute::{Ahead, Attributed, Attributor, Whole};
 use crate::gather::{Event, Gather, Tally};
@@ -66,12 +67,33 @@ struct Workers {
     handles: Vec<JoinHandle<()>>,
 }
 
+/// How long stopping a pass waits for its threads: a thread blocked in the system (opening a
+/// file that never opens: a hung mount, a FIFO) is left to end by itself, so that a run that
+/// is being ended, holding the interpreter, is not held by it.
+const STOP_WAIT: Duration = Duration::from_millis(500);
+
 impl Workers {
-    fn stop(&mut self) {
+    /// Tell the threads to stop and wait for them (until `STOP_WAIT` has passed): the time by
+    /// which every thread of the pass should be done.
+    fn stop(&mut self) -> Instant {
         self.cancel.store(true, Ordering::SeqCst);
+        let deadline = Instant::now() + STOP_WAIT;
         for handle in self.handles.drain(..) {
-            let _ = handle.join();
+            join_by(handle, deadline);
         }
+        deadline
+    }
+}
+
+/// Join `handle` if its thread ends by `deadline`; else leave it to end by itself.
+fn join_by<T>(handle: JoinHandle<T>, deadline: Instant) -> Option<T> {
+    while !handle.is_finished() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    if handle.is_finished() {
+        handle.join().ok()
+    } else {
+        None
     }
 }
 
@@ -197,9 +219,9 @@ impl SurveyRun {
 impl Drop for SurveyRun {
     fn drop(&mut self) {
         self.progress = None;
-        self.workers.stop();
+        let deadline = self.workers.stop();
         if let Some(merger) = self.merger.take() {
-            let _ = merger.join();
+            join_by(merger, deadline);
         }
     }
 }
@@ -556,5 +578,81 @@ impl<T: Send + 'static> Worker<T> {
             }
         }
         true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Files of `lines` NCCL and SGLang lines each, in a folder of their own.
+    fn files(name: &str, count: u32, lines: usize) -> Vec<FileSpec> {
+        let dir = std::env::temp_dir().join(format!("logcorr-{name}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        (0..count)
+            .map(|i| {
+                let path = dir.join(format!("node{i}.log"));
+                let text: String = (0..lines)
+                    .map(|n| {
+                        if n % 2 == 0 {
+                            format!(
+                                "[2026-11-29 10:00:{:02} TP{i}] Decode batch, #running-req: {n}\n",
+                                n % 60
+                            )
+                        } else {
+                            format!(
+                                "gpu-{i}:{}:{} [{i}] NCCL INFO comm 0x{n:x} rank {i} nranks 8\n",
+                                100 + i,
+                                100 + i
+                            )
+                        }
+                    })
+                    .collect();
+                std::fs::write(&path, text).expect("write");
+                FileSpec {
+                    file_id: i,
+                    path,
+                    display: format!("node{i}.log"),
+                }
+            })
+            .collect()
+    }
+
+    #[test]
+    fn pass_1_goes_on_to_its_end_while_the_caller_does_not_ask_for_its_progress() {
+        // many more chunks than the workers' queues hold (2 per worker)
+        let plan = Plan {
+            chunk_bytes: 1 << 12,
+            max_rows: 64,
+            threads: 1,
+        };
+        let files = files("unasked", 3, 2000);
+        let mut alone = SurveyRun::start(files.clone(), plan);
+        let started = Instant::now();
+        while !alone.merger.as_ref().is_some_and(JoinHandle::is_finished) {
+            assert!(
+                started.elapsed() < Duration::from_secs(60),
+                "pass 1 waited for its caller"
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let (mut chunks, mut bytes) = (0, 0);
+        while let Some(read) = alone.step().expect("no error") {
+            chunks += 1;
+            bytes += read;
+        }
+        assert!(chunks > 20, "{chunks} chunks");
+        // the same survey as a pass whose every chunk was asked for as it came
+        let mut asked = SurveyRun::start(files, plan);
+        let mut asked_bytes = 0;
+        while let Some(read) = asked.step().expect("no error") {
+            asked_bytes += read;
+        }
+        assert_eq!(bytes, asked_bytes);
+        assert_eq!(alone.lines, 6000);
+        assert_eq!(alone.lines, asked.lines);
+        assert_eq!(alone.spans, asked.spans);
+        assert_eq!(alone.survey.keys.len(), asked.survey.keys.len());
+        assert_eq!(alone.survey.keys.counts, asked.survey.keys.counts);
     }
 }
