@@ -201,12 +201,18 @@ def expand_tabs(line: str) -> str:
     out = []
     cells = 0
     for part in parts:
-        cells += cell_len(part)
+        cells += _cells(part)
         pad = TAB_CELLS - cells % TAB_CELLS
         out.append(part + " " * pad)
         cells += pad
     out.append(last)
     return "".join(out)
+
+
+def _cells(text: str) -> int:
+    """The terminal cells of `text`, as rich counts them: a printable ASCII text takes one a
+    character (counted without asking rich, which costs microseconds per call)."""
+    return len(text) if text.isascii() and text.isprintable() else cell_len(text)
 
 
 _SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}

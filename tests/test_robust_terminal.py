@@ -154,3 +154,18 @@ def test_plain_view_lines_are_what_rich_printed(line: str) -> None:
     Console(file=buffer, soft_wrap=True, highlight=False, force_terminal=False,
             width=160).out(line, highlight=False)
     assert expand_tabs(line) + "\n" == buffer.getvalue()
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from([chr(c) for c in range(0x80)]
+                                + ["\u00e9", "\u4e2d", "e\u0301", "\u200b", "\x9b"]),
+                max_size=30).map("".join))
+def test_a_texts_cells_are_counted_as_rich_counts_them(text: str) -> None:
+    """The plain view counts a printable ASCII text's cells itself (one a character); any
+    other text (controls, DEL, wide or zero-width characters) is counted by rich."""
+    from rich.cells import cell_len
+
+    from logcorr.render_timeline import _cells
+
+    assert _cells(text) == cell_len(text)
+    assert all(_cells(chr(c)) == cell_len(chr(c)) for c in range(0x80))
