@@ -37,3 +37,18 @@ def test_each_step_of_the_core_checks_the_resident_size(monkeypatch: pytest.Monk
     assert len(calls) > 5
     assert after.timeline.equals(before.timeline)
     assert [f.to_json() for f in after.findings] == [f.to_json() for f in before.findings]
+
+
+def test_pass_2_gives_its_pages_back_before_stored_event_rows_are_read(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """At the end of pass 2 the freed pages are handed back at once when event rows were
+    stored (they are read back next, on top of them); else only above the limit."""
+    path = ROOT / "tp8-crash-per-rank"
+    calls: list[str] = []
+    monkeypatch.setattr(api.heap, "release", lambda: calls.append("release"))
+    held = analyze([path / "logs"], config=path / "args.json", chunk_bytes=3000)
+    assert calls == []
+    monkeypatch.setattr(api, "EVENT_BYTES", 0)  # (the chunks' event rows after the first are stored)
+    stored = analyze([path / "logs"], config=path / "args.json", chunk_bytes=3000)
+    assert calls == ["release"]
+    assert [f.to_json() for f in stored.findings] == [f.to_json() for f in held.findings]
