@@ -471,9 +471,9 @@ def _attribute_pass(logs: Any, total: int, warnings: list[str], workspace: Works
         report("attributing", min(done, max(1, total)), max(1, total))
     if waiting:
         raise AssertionError("the core settles every waiting file")  # a bug, not the input's
-    if events.stored:  # (they are read back next: the chunks' freed pages go first)
-        heap.release()
-    else:  # (a small set keeps them: a trim of half a GB of free pages costs 0.05 s)
+    if keep is None or events.stored:  # (the runs or event rows are read back next: the
+        heap.release()                   # chunks' freed pages go first)
+    else:  # (the lean view reads little more: a trim of half a GB of free pages costs 0.05 s)
         heap.release_if_above()
     warnings += logs.take_warnings()
     tally = Tally.of(logs.tally())
