@@ -29,8 +29,10 @@ from typing import TYPE_CHECKING
 from logcorr import _core
 from logcorr.errors import InputError
 
-if TYPE_CHECKING:  # (polars is imported by the readers that make frames: finding the files
-    import polars as pl  # needs none, and `analyze` starts reading before polars is loaded)
+# (polars is imported by the readers that make frames: finding the files needs none, and
+# `analyze` starts reading before polars is loaded)
+if TYPE_CHECKING:
+    import polars as pl
 
 CHUNK_BYTES = 64 * 1024 * 1024
 SNIFF_BYTES = 8192
