@@ -1,5 +1,6 @@
 """Type stubs of the compiled line core (`rust/logcorr-py`)."""
 
+from collections.abc import Sequence
 from typing import Any
 
 MAX_PARTS: int
@@ -85,3 +86,16 @@ class Scanner:
 def parse_lines(file_ids: list[int], lines: list[int], texts: list[str],
                 before: list[tuple[int, int, str]]) -> ArrowBatch: ...
 def sniff(path: bytes, size: int) -> tuple[bytes, str | None]: ...
+
+def write_json_lines(frame: object, fd: int) -> int:
+    """Write a frame's rows (anything with `__arrow_c_stream__`) to the open file descriptor
+    `fd` as JSON lines, the bytes polars' `write_ndjson` writes; the bytes written."""
+
+def json_lines_bytes(frame: object) -> bytes:
+    """A frame's rows as JSON lines (`write_json_lines`), as bytes."""
+
+def merge_step(runs: Sequence[object], bound: tuple[int, int, int, int] | None, limit: int
+               ) -> tuple[list[int], ArrowBatch | None]:
+    """One k-way merge step over the runs' buffered key columns (`_sk`, `file_id`, `line`,
+    `part`; each sorted): the leading rows taken of each (keys at most `bound`, `limit` at
+    most) and their order as indices into the taken rows laid end to end (None: in place)."""

@@ -1,7 +1,14 @@
 //! `logcorr._core`: the Python binding of the line scanner. Files are read and parsed here
 //! with the GIL released; chunks reach polars as Arrow record batches.
+//!
+//! No `unsafe` code but in `ffi` (its header says why).
+
+#![deny(unsafe_code)]
 
 mod arrow;
+mod ffi;
+mod json_lines;
+mod merge_step;
 mod part;
 mod set;
 
@@ -150,6 +157,85 @@ fn parse_lines(
     ArrowBatch::new(batch)
 }
 
+/// Write a frame's rows (anything with `__arrow_c_stream__`: a polars frame) to the open
+/// file descriptor `fd` as JSON lines, the bytes polars' `write_ndjson` writes; made and
+/// written with the GIL released, in a buffer each thread keeps (a batch's JSON is tens of
+/// MB: fresh pages for each would cost a page fault per 4 kB). Returns the bytes written.
+#[pyfunction]
+fn write_json_lines(py: Python<'_>, frame: &Bound<'_, PyAny>, fd: i32) -> PyResult<usize> {
+    thread_local! {
+        static BUFFER: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+    }
+    let reader = ffi::batches_of(frame)?;
+    let made = py.detach(|| {
+        guarded("writing JSON lines", || {
+            BUFFER.with_borrow_mut(|out| {
+                out.clear();
+                for batch in reader {
+                    let batch = batch.map_err(|error| error.to_string())?;
+                    json_lines::write_batch(&batch, out)?;
+                }
+                ffi::write_all_to(fd, out).map_err(Problem::Io)?;
+                Ok::<_, Problem>(out.len())
+            })
+        })
+    })?;
+    made.map_err(|problem| match problem {
+        Problem::Io(error) => pyo3::exceptions::PyOSError::new_err((
+            error.raw_os_error().unwrap_or(0),
+            error.to_string(),
+        )),
+        Problem::Data(message) => pyo3::exceptions::PyValueError::new_err(message),
+    })
+}
+
+/// A frame's rows as JSON lines (`write_json_lines`), as bytes: for a stream with no file
+/// descriptor.
+#[pyfunction]
+fn json_lines_bytes<'py>(
+    py: Python<'py>,
+    frame: &Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyBytes>> {
+    let reader = ffi::batches_of(frame)?;
+    let made = py.detach(|| {
+        guarded("writing JSON lines", || {
+            let mut out = Vec::new();
+            for batch in reader {
+                let batch = batch.map_err(|error| error.to_string())?;
+                json_lines::write_batch(&batch, &mut out)?;
+            }
+            Ok::<_, String>(out)
+        })
+    })?;
+    let out = made.map_err(pyo3::exceptions::PyValueError::new_err)?;
+    Ok(PyBytes::new(py, &out))
+}
+
+/// Why a frame could not be written as JSON lines.
+enum Problem {
+    Data(String),
+    Io(std::io::Error),
+}
+
+impl From<String> for Problem {
+    fn from(message: String) -> Problem {
+        Problem::Data(message)
+    }
+}
+
+/// `work()`, with a panic in it (a bug) caught and given as the error the CLI reports as one
+/// line (`internal error while WHAT (at file:line)`), never an abort or a traceback.
+fn guarded<T>(what: &str, work: impl FnOnce() -> T) -> PyResult<T> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(work)).map_err(|_| {
+        pyo3::exceptions::PyRuntimeError::new_err(format!(
+            "internal error while {what}{}",
+            last_panic()
+                .map(|place| format!(" (at {place})"))
+                .unwrap_or_default()
+        ))
+    })
+}
+
 /// Where the last panic happened (`file:line`), kept by the hook `quiet_panics` sets.
 static LAST_PANIC: Mutex<Option<String>> = Mutex::new(None);
 
@@ -179,6 +265,9 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Scanner>()?;
     m.add_function(wrap_pyfunction!(parse_lines, m)?)?;
     m.add_function(wrap_pyfunction!(sniff, m)?)?;
+    m.add_function(wrap_pyfunction!(write_json_lines, m)?)?;
+    m.add_function(wrap_pyfunction!(json_lines_bytes, m)?)?;
+    m.add_function(wrap_pyfunction!(merge_step::merge_step, m)?)?;
     m.add_class::<LineReader>()?;
     let patterns = pyo3::types::PyDict::new(m.py());
     for (name, text) in logcorr_scan::patterns::shared() {

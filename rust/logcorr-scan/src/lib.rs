@@ -13,6 +13,7 @@ pub mod families;
 pub mod gather;
 pub mod grammar;
 pub mod keys;
+pub mod merge;
 pub mod model;
 pub mod parse;
 pub mod parts;
