@@ -287,9 +287,6 @@ def merge(runs: Sequence[Run], columns: Sequence[str] | None = None) -> Iterator
     wanted = list(columns) if columns is not None else None
     if wanted is not None:
         wanted += [c for c in SORT_COLUMNS if c not in wanted]
-    if runs and all(p.in_memory for r in runs for p in r.pieces):
-        yield from _sorted_in_memory(runs, wanted)
-        return
     waiting = sorted((r for r in runs if r.pieces), key=lambda r: r.first or (NO_TIME,) * 4)
     active: list[_Open] = []
 
@@ -331,16 +328,6 @@ def _merge_step(active: list[_Open], bound: Key | None
         return _core.merge_step(keys, bound, BATCH_ROWS)
     except RuntimeError as error:
         raise CoreError(f"{error}; please report it") from None
-
-
-def _sorted_in_memory(runs: Sequence[Run], wanted: list[str] | None
-                      ) -> Iterator[pl.DataFrame]:
-    """The merge when every piece is in memory: one sort of the keys, then the rows gathered
-    a batch at a time (the same order: the timeline key is unique per row)."""
-    whole = pl.concat([p.read(wanted) for r in runs for p in r.pieces], rechunk=False)
-    order = whole.select(pl.arg_sort_by(SORT_COLUMNS)).to_series()
-    for start in range(0, whole.height, BATCH_ROWS):
-        yield whole[order.slice(start, BATCH_ROWS)]
 
 
 @dataclass
