@@ -94,8 +94,15 @@ def write_json_lines(frame: object, fd: int) -> int:
 def json_lines_bytes(frame: object) -> bytes:
     """A frame's rows as JSON lines (`write_json_lines`), as bytes."""
 
-def merge_step(runs: Sequence[object], bound: tuple[int, int, int, int] | None, limit: int
+def merge_step(runs: Sequence[RunKeys], bound: tuple[int, int, int, int] | None, limit: int
                ) -> tuple[list[int], ArrowBatch | None]:
-    """One k-way merge step over the runs' buffered key columns (`_sk`, `file_id`, `line`,
-    `part`; each sorted): the leading rows taken of each (keys at most `bound`, `limit` at
-    most) and their order as indices into the taken rows laid end to end (None: in place)."""
+    """One k-way merge step over the runs' keys (each sorted): the leading rows taken of each
+    (keys at most `bound`, `limit` at most; each run's keys move past them) and their order
+    as indices into the taken rows laid end to end (None: in place)."""
+
+class RunKeys:
+    """The timeline keys of a run's buffered rows (a frame of its four key columns), read
+    once; `merge_step` moves past the rows it takes."""
+
+    def __init__(self, frame: object) -> None: ...
+    def __len__(self) -> int: ...

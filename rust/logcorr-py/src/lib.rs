@@ -268,6 +268,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(write_json_lines, m)?)?;
     m.add_function(wrap_pyfunction!(json_lines_bytes, m)?)?;
     m.add_function(wrap_pyfunction!(merge_step::merge_step, m)?)?;
+    m.add_class::<merge_step::RunKeys>()?;
     m.add_class::<LineReader>()?;
     let patterns = pyo3::types::PyDict::new(m.py());
     for (name, text) in logcorr_scan::patterns::shared() {

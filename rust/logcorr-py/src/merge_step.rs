@@ -45,24 +45,49 @@ fn batch_keys(batch: &RecordBatch) -> Result<Vec<Key>, String> {
         .collect())
 }
 
-/// One merge step over the runs' buffered rows (`runs`: a frame of each run's key columns,
-/// sorted): how many leading rows of each it takes, and their order as an `order` column of
-/// indices into the taken rows laid end to end (None when that is their order already).
+/// The timeline keys of a run's buffered rows (read once, when a piece is loaded), from the
+/// first row the merge has not taken yet.
+#[pyclass(module = "logcorr._core")]
+pub struct RunKeys {
+    keys: Vec<Key>,
+    next: usize,
+}
+
+#[pymethods]
+impl RunKeys {
+    /// The keys of `frame`: its four key columns (`_sk`, `file_id`, `line`, `part`), sorted.
+    #[new]
+    fn new(frame: &Bound<'_, PyAny>) -> PyResult<RunKeys> {
+        Ok(RunKeys {
+            keys: keys_of(frame)?,
+            next: 0,
+        })
+    }
+
+    /// The rows not taken yet.
+    fn __len__(&self) -> usize {
+        self.keys.len() - self.next
+    }
+}
+
+/// One merge step over the runs' buffered rows (`runs`: each run's keys, sorted): how many
+/// leading rows of each it takes (each run's keys move past them), and their order as an
+/// `order` column of indices into the taken rows laid end to end (None when that is their
+/// order already).
 #[pyfunction]
 #[pyo3(signature = (runs, bound, limit))]
 pub fn merge_step(
     py: Python<'_>,
-    runs: Vec<Bound<'_, PyAny>>,
+    mut runs: Vec<PyRefMut<'_, RunKeys>>,
     bound: Option<Key>,
     limit: usize,
 ) -> PyResult<(Vec<usize>, Option<ArrowBatch>)> {
-    let keys = runs.iter().map(keys_of).collect::<PyResult<Vec<_>>>()?;
-    let taken = py.detach(|| {
-        crate::guarded("merging the timeline", || {
-            let slices: Vec<&[Key]> = keys.iter().map(Vec::as_slice).collect();
-            step(&slices, bound, limit)
-        })
-    })?;
+    let slices: Vec<&[Key]> = runs.iter().map(|r| &r.keys[r.next..]).collect();
+    let taken =
+        py.detach(|| crate::guarded("merging the timeline", || step(&slices, bound, limit)))?;
+    for (run, &count) in runs.iter_mut().zip(&taken.taken) {
+        run.next += count;
+    }
     let order = match taken.order {
         None => None,
         Some(order) => {
