@@ -115,3 +115,22 @@ def test_a_pipe_closed_by_its_reader_is_a_broken_pipe() -> None:
             _core.write_json_lines(pl.DataFrame({"x": [1]}), write)
     finally:
         os.close(write)
+
+
+def test_rows_across_the_core_s_blocks_are_written_whole() -> None:
+    """The core writes a few hundred rows at a time, column by column: a frame of thousands
+    of rows, with nulls in every column at places that fall on and around the blocks'
+    edges, is written as polars writes it."""
+    height = 2_600
+    columns = {}
+    for index, (name, dtype) in enumerate(TIMELINE_SCHEMA.items()):
+        values = [None if (row * 7 + index) % (3 + index % 5) == 0 else row
+                  for row in range(height)]
+        if dtype == pl.String:
+            columns[name] = pl.Series(name, [None if v is None else f"{name} {v} \"é\"\n"
+                                             * (1 + v % 3) for v in values], dtype=dtype)
+        else:
+            columns[name] = pl.Series(name, values, dtype=dtype)
+    frame = pl.DataFrame(columns)
+    assert core_json(frame) == polars_json(frame)
+    assert core_json(frame.slice(511, 1030)) == polars_json(frame.slice(511, 1030))

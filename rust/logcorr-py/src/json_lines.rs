@@ -82,28 +82,48 @@ pub fn write_batch(batch: &RecordBatch, out: &mut Vec<u8>) -> Result<(), String>
         null.extend_from_slice(b"null");
         columns.push((key, null, array.logical_nulls(), Column::of(array)?));
     }
-    let per_row: usize = columns.iter().map(|(_, null, ..)| null.len() + 8).sum();
-    let text: usize = arrays
-        .iter()
-        .map(|a| a.get_buffer_memory_size())
-        .sum::<usize>();
-    out.reserve(per_row * batch.num_rows() + text + 2 * batch.num_rows());
-    for row in 0..batch.num_rows() {
-        for (key, null, nulls, column) in &columns {
-            if nulls.as_ref().is_some_and(|n| n.is_null(row)) {
-                out.extend_from_slice(null);
-                continue;
+    // (a block of rows at a time, column by column: each column's values are read in order,
+    // into a small buffer the block's rows are then copied from; read row by row, the
+    // columns' values came from memory a column at a time, several cache misses a row)
+    let rows = batch.num_rows();
+    let mut cells: Vec<u8> = Vec::new();
+    let mut ends = vec![0usize; columns.len() * BLOCK];
+    for first in (0..rows).step_by(BLOCK) {
+        let count = BLOCK.min(rows - first);
+        cells.clear();
+        for (index, (key, null, nulls, column)) in columns.iter().enumerate() {
+            for at in 0..count {
+                let row = first + at;
+                if nulls.as_ref().is_some_and(|n| n.is_null(row)) {
+                    cells.extend_from_slice(null);
+                } else {
+                    cells.extend_from_slice(key);
+                    column.write(row, &mut cells);
+                }
+                ends[index * BLOCK + at] = cells.len();
             }
-            out.extend_from_slice(key);
-            column.write(row, out);
         }
-        if columns.is_empty() {
-            out.push(b'{');
+        for at in 0..count {
+            if columns.is_empty() {
+                out.push(b'{');
+            }
+            for index in 0..columns.len() {
+                let start = match (index, at) {
+                    (0, 0) => 0,
+                    (_, 0) => ends[(index - 1) * BLOCK + count - 1],
+                    _ => ends[index * BLOCK + at - 1],
+                };
+                out.extend_from_slice(&cells[start..ends[index * BLOCK + at]]);
+            }
+            out.extend_from_slice(b"}\n");
         }
-        out.extend_from_slice(b"}\n");
     }
     Ok(())
 }
+
+/// Rows a block (`write_batch`): a block's JSON (about 500 bytes a timeline row) stays in
+/// the core's cache.
+const BLOCK: usize = 512;
 
 /// What a byte becomes inside a JSON string: 0 as it is, else the letter of its short escape
 /// (`b`, `t`, `n`, `f`, `r`, `"`, `\`) or `u` for `\u00xx`.
