@@ -12,7 +12,10 @@ while those modules load (about 0.3 s of one core).
 from __future__ import annotations
 
 import argparse
+import errno
+import io
 import os
+import re
 import signal
 import sys
 import threading
@@ -185,6 +188,8 @@ def _head_start(args: argparse.Namespace) -> Started | None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run logcorr; return the exit code. Errors from bad input become one stderr line."""
+    if sys.stdout is None:  # (started with standard output closed: `>&-`)
+        sys.stdout = _ClosedOutput()
     try:
         args = build_parser().parse_args(argv)
         handler: Handler = args.handler
@@ -199,8 +204,42 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         _say_interrupted()
         return 130
-    except BrokenPipeError:
-        return 0
+    except OSError as error:  # writing the output: a closed pipe, a full disk, a closed stdout
+        code = error.errno or _os_error_code(str(error))
+        if code == errno.EPIPE:  # (`| head` has read what it wanted)
+            return 0
+        reason = re.sub(r"^\[Errno \d+\]\s*|\s*\(os error \d+\)$", "",
+                        error.strerror or str(error))
+        sys.stderr.write(f"logcorr: error: cannot write the output: {reason}\n")
+        return 2
+
+
+class _ClosedBytes(io.RawIOBase):
+    """Standard output's bytes when it is closed: a write fails as on a closed descriptor."""
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data: object) -> int:
+        raise OSError(errno.EBADF, "standard output is closed")
+
+
+class _ClosedOutput(io.TextIOWrapper):
+    """Standard output when the process started with it closed (Python leaves `sys.stdout`
+    None): what is written to it fails with one error line, not an AttributeError."""
+
+    def __init__(self) -> None:
+        super().__init__(io.BufferedWriter(_ClosedBytes()), write_through=True)
+
+    def flush(self) -> None:  # (nothing can be written: nothing is waiting)
+        pass
+
+
+def _os_error_code(message: str) -> int | None:
+    """The error number in the message of an OSError polars raises (`No space left on device
+    (os error 28)`: it sets no `errno`)."""
+    found = re.search(r"\(os error (\d+)\)$", message)
+    return int(found.group(1)) if found else None
 
 
 def _say_interrupted() -> None:
