@@ -206,12 +206,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except OSError as error:  # writing the output: a closed pipe, a full disk, a closed stdout
         code = error.errno or _os_error_code(str(error))
-        if code == errno.EPIPE:  # (`| head` has read what it wanted)
+        if isinstance(error, BrokenPipeError) or code == errno.EPIPE:  # (`| head` is done)
+            _drop_output()
             return 0
         reason = re.sub(r"^\[Errno \d+\]\s*|\s*\(os error \d+\)$", "",
                         error.strerror or str(error))
         sys.stderr.write(f"logcorr: error: cannot write the output: {reason}\n")
         return 2
+
+
+def _drop_output() -> None:
+    """Point standard output at /dev/null: what Python still holds for it would otherwise be
+    flushed into the broken pipe at exit, which prints an "Exception ignored" traceback."""
+    try:
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, sys.stdout.fileno())
+        os.close(null)
+    except (OSError, ValueError):  # (no descriptor to point: nothing will be flushed there)
+        pass
 
 
 class _ClosedBytes(io.RawIOBase):

@@ -6,14 +6,16 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import io
 import json
+import os
 import sys
 from collections.abc import Callable, Iterator
 from typing import TextIO
 
 import polars as pl
-from rich.console import Console
+from rich.console import Console as RichConsole
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.text import Text
 
@@ -42,6 +44,14 @@ from logcorr.render_topology import render_rank, render_topology
 from logcorr.selector import parse_selector
 from logcorr.start import Started
 from logcorr.topology import build_topology, check_config, topology_to_json
+
+
+class Console(RichConsole):
+    """rich's console, but a pipe whose reader has gone (`| head`) is left to the command line,
+    which ends every output format alike (exit 0, nothing said); rich would exit 1."""
+
+    def on_broken_pipe(self) -> None:
+        raise BrokenPipeError(errno.EPIPE, os.strerror(errno.EPIPE))
 
 
 def run_topology(args: argparse.Namespace) -> int:
