@@ -293,6 +293,20 @@ def _unwind(signum: int, frame: FrameType | None, error: type[BaseException]) ->
     raise error
 
 
+def _unraisable(info: sys.UnraisableHookArgs) -> None:
+    """A signal's exception raised where it cannot propagate (C code that checks for signals
+    while it cannot fail, as the `regex` package compiling a pattern; a finalizer) would be
+    printed as "Exception ignored" with a traceback and lost: the signal is sent again a
+    moment later instead, to be raised where it can be. Anything else is reported as Python
+    reports it."""
+    error = info.exc_value
+    if isinstance(error, KeyboardInterrupt):
+        signum = signal.SIGTERM if isinstance(error, Terminated) else signal.SIGINT
+        threading.Timer(0.01, os.kill, (os.getpid(), signum)).start()
+        return
+    sys.__unraisablehook__(info)
+
+
 # A signal raises in the main thread only when it next runs Python code; inside a long polars
 # call (or waiting for worker threads that are in one) that can take many seconds. The
 # watchdog hears the signal at once (the wakeup fd is written by the C-level handler), gives
@@ -330,6 +344,7 @@ def main_entry() -> None:
     """Console-script entry point."""
     signal.signal(signal.SIGTERM, _terminate)
     signal.signal(signal.SIGINT, _interrupt)
+    sys.unraisablehook = _unraisable
     _watchdog()
     code = main()
     # the work is done: a signal now must not interrupt the clean-up at exit with a traceback

@@ -320,3 +320,33 @@ def test_a_signal_ends_the_run_inside_the_core(tmp_path: Path, signum: int) -> N
     assert process.returncode == {signal.SIGINT: 130, signal.SIGTERM: 143}[signum], err
     assert err.decode() in ("logcorr: interrupted\n", "logcorr: terminated\n")
     assert list(spill.glob("logcorr-*")) == [] and list(out.iterdir()) == []
+
+
+@pytest.mark.parametrize(("raised", "signum"), [(logcorr.cli.Terminated, signal.SIGTERM),
+                                                 (KeyboardInterrupt, signal.SIGINT)])
+def test_a_signal_raised_where_it_cannot_propagate_is_sent_again(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+        raised: type[BaseException], signum: int) -> None:
+    """The signal handler's exception raised inside code that cannot pass it on (a
+    finalizer here; the `regex` package's C code compiling a pattern in a real run) is not
+    printed as "Exception ignored" with a traceback and lost: the signal is sent again, to be
+    raised where it can be. Other such errors are reported as Python reports them."""
+    sent: list[tuple[int, int]] = []
+    monkeypatch.setattr(logcorr.cli.os, "kill", lambda pid, sig: sent.append((pid, sig)))
+    monkeypatch.setattr(sys, "unraisablehook", logcorr.cli._unraisable)
+
+    class Dying:
+        def __init__(self, error: BaseException) -> None:
+            self.error = error
+
+        def __del__(self) -> None:
+            raise self.error
+
+    Dying(raised())
+    deadline = time.monotonic() + 5
+    while not sent and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert sent == [(os.getpid(), signum)]
+    assert "Traceback" not in capsys.readouterr().err
+    Dying(ValueError("a bug in a finalizer"))
+    assert "ValueError: a bug in a finalizer" in capsys.readouterr().err
