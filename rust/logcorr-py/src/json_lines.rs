@@ -68,6 +68,17 @@ impl Column<'_> {
     }
 }
 
+/// Append the rows of every batch of a stream to `out` as JSON lines.
+pub fn write_batches(
+    batches: impl IntoIterator<Item = Result<RecordBatch, arrow_schema::ArrowError>>,
+    out: &mut Vec<u8>,
+) -> Result<(), String> {
+    for batch in batches {
+        write_batch(&batch.map_err(|error| error.to_string())?, out)?;
+    }
+    Ok(())
+}
+
 /// Append the rows of `batch` to `out` as JSON lines.
 pub fn write_batch(batch: &RecordBatch, out: &mut Vec<u8>) -> Result<(), String> {
     let schema = batch.schema();

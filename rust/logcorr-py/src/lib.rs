@@ -171,10 +171,7 @@ fn write_json_lines(py: Python<'_>, frame: &Bound<'_, PyAny>, fd: i32) -> PyResu
         guarded("writing JSON lines", || {
             BUFFER.with_borrow_mut(|out| {
                 out.clear();
-                for batch in reader {
-                    let batch = batch.map_err(|error| error.to_string())?;
-                    json_lines::write_batch(&batch, out)?;
-                }
+                json_lines::write_batches(reader, out)?;
                 ffi::write_all_to(fd, out).map_err(Problem::Io)?;
                 Ok::<_, Problem>(out.len())
             })
@@ -200,11 +197,7 @@ fn json_lines_bytes<'py>(
     let made = py.detach(|| {
         guarded("writing JSON lines", || {
             let mut out = Vec::new();
-            for batch in reader {
-                let batch = batch.map_err(|error| error.to_string())?;
-                json_lines::write_batch(&batch, &mut out)?;
-            }
-            Ok::<_, String>(out)
+            json_lines::write_batches(reader, &mut out).map(|()| out)
         })
     })?;
     let out = made.map_err(pyo3::exceptions::PyValueError::new_err)?;
