@@ -132,7 +132,7 @@ def task_costs(folder: Path, cpus: int) -> list[tuple[str, ...]]:
     tables = survey_frames(merged.survey_tables())  # type: ignore[attr-defined]
     whole = timed("driver: whole set resolved", int(tables["lines"]) / 1e6, "M lines",
                   lambda: whole_set(tables, None, sources, None, True))
-    arguments = attribution_arguments(whole, tables, sources, None, None)  # type: ignore[arg-type]
+    arguments = attribution_arguments(whole, tables, sources, None)  # type: ignore[arg-type]
     ranges = max(cpus, -(-int(tables["lines"]) // (1 << 19)))
     shared = parts.Tables(merged.keys(), arguments, CHUNK_BYTES,  # type: ignore[attr-defined]
                           tuple(merged.bounds(ranges)))  # type: ignore[attr-defined]

@@ -277,8 +277,8 @@ def analyze(
                           else memory_budget_for(total, int(survey["lines"])))
     try:
         whole = whole_set(survey, given, sources, sglang_version, validate)
-        logs.start_attribution(*attribution_arguments(whole, survey, sources, clock_offsets,
-                                                      keep))
+        logs.start_attribution(attribution_arguments(whole, survey, sources, clock_offsets),
+                               keep)
         runs, tally, ends = _attribute_pass(logs, total, warnings, workspace,
                                             piece_rows(len(sources)), report, keep)
         analysis = Analysis(runs, tally, whole.topology, whole.topology_source, sources,
@@ -397,11 +397,11 @@ def diagnosed(analysis: Analysis, whole: WholeSet, events: pl.DataFrame) -> None
 
 
 def attribution_arguments(whole: WholeSet, survey: dict[str, Any], sources: list[Source],
-                          clock_offsets: dict[str, float] | None, keep: int | None
-                          ) -> tuple[Any, ...]:
+                          clock_offsets: dict[str, float] | None) -> dict[str, Any]:
     """What the core's `start_attribution` is handed of the whole set: per key row its
     process, evidence, role and host; the files that belong to one process or to several;
-    the processes' coordinates; the clock (plain values: they travel to other machines)."""
+    the processes' coordinates; the clock; what makes a line an event row (plain values:
+    they travel to other machines)."""
     attribution, crowded, file_nodes = whole.attribution, whole.crowded, whole.file_nodes
     table = attribution.table.sort("_key")
     if table.get_column("_key").to_list() != list(range(table.height)):
@@ -410,21 +410,28 @@ def attribution_arguments(whole: WholeSet, survey: dict[str, Any], sources: list
     known = {int(row["proc"]): tuple(row[c] for c in COORDINATES) for row in rows}
     coordinates = [known.get(proc, (None,) * len(COORDINATES))
                    for proc in range(max(known, default=-1) + 1)]
-    return (
-        table.get_column("proc").to_list(), table.get_column("evidence").to_list(),
-        table.get_column("conflict").to_list(), table.get_column("_role").to_list(),
-        table.get_column("eff_host").to_list(),
-        [(f, s, _micros(t)) for f, s, t in crowded.iter_rows()],
-        attribution.shared_files,
-        [tuple(r) for r in attribution.file_procs.iter_rows()],
-        None if attribution.local_ranks is None
+    return {
+        "proc": table.get_column("proc").to_list(),
+        "evidence": table.get_column("evidence").to_list(),
+        "conflict": table.get_column("conflict").to_list(),
+        "roles": table.get_column("_role").to_list(),
+        "eff_host": table.get_column("eff_host").to_list(),
+        "crowded": [(f, s, _micros(t)) for f, s, t in crowded.iter_rows()],
+        "shared": attribution.shared_files,
+        "file_procs": [tuple(r) for r in attribution.file_procs.iter_rows()],
+        "local_ranks": None if attribution.local_ranks is None
         else [tuple(r) for r in attribution.local_ranks.iter_rows()],
-        coordinates, list(file_nodes.items()), [(s.file_id, s.display) for s in sources],
-        survey["first_dated"], survey["median"], survey["wrap_default"],
-        [(host, timedelta(seconds=seconds) // timedelta(microseconds=1))
-         for host, seconds in (clock_offsets or {}).items()],
-        (list(ALL_STEMS), CHILD_DIED, GLOG_FATAL, list(PROGRESS_STEMS), WRAP_MIN), keep,
-        attribution.plain)
+        "processes": coordinates,
+        "file_nodes": list(file_nodes.items()),
+        "file_names": [(s.file_id, s.display) for s in sources],
+        "first_dated": survey["first_dated"],
+        "median": survey["median"],
+        "wrap_default": survey["wrap_default"],
+        "clock_offsets": [(host, timedelta(seconds=seconds) // timedelta(microseconds=1))
+                          for host, seconds in (clock_offsets or {}).items()],
+        "events": (list(ALL_STEMS), CHILD_DIED, GLOG_FATAL, list(PROGRESS_STEMS), WRAP_MIN),
+        "plain": attribution.plain,
+    }
 
 
 def _micros(value: datetime) -> int:

@@ -99,7 +99,7 @@ def analyze_on_ray(paths: Sequence[str | Path], given: tuple[Topology, str] | No
         warnings += survey.take_warnings()
         tables = survey_frames(survey.survey_tables())
         whole = whole_set(tables, given, sources, sglang_version, validate)
-        arguments = attribution_arguments(whole, tables, sources, clock_offsets, None)
+        arguments = attribution_arguments(whole, tables, sources, clock_offsets)
         ranges = job.ranges(int(tables["lines"]), options.range_rows)
         shared = parts.Tables(survey.keys(), arguments, job.chunk_bytes,
                               tuple(survey.bounds(ranges)))

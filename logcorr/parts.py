@@ -146,7 +146,7 @@ class Tables:
     size and the bounds (µs) that cut the timeline into ranges."""
 
     keys: bytes
-    arguments: tuple[Any, ...]
+    arguments: dict[str, Any]
     chunk_bytes: int
     bounds: tuple[int, ...]
     version: str = __version__
@@ -154,7 +154,7 @@ class Tables:
     def part(self, files: list[File]) -> Any:
         """A `_core.AttributePart` over `files`, started."""
         part = _core.AttributePart(files, self.chunk_bytes, MAX_ROWS, self.keys)
-        part.start_attribution(*self.arguments)
+        part.start_attribution(self.arguments)
         return part
 
 

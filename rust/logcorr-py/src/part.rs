@@ -19,7 +19,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use logcorr_scan::attribute::{Attributor, Coordinates, Whole};
+use logcorr_scan::attribute::{Attributor, Whole};
 use logcorr_scan::gather::{Event, Gather};
 use logcorr_scan::keys::Keys;
 use logcorr_scan::pass::{AttributePass, Step, SurveyPass};
@@ -32,7 +32,7 @@ use pyo3::types::{PyBytes, PyDict};
 use rustc_hash::FxHashSet as HashSet;
 
 use crate::arrow::{attributed_batch, events_batch, ArrowBatch};
-use crate::set::{selection, survey_dict, tally_dict, whole_set, RowsOf};
+use crate::set::{survey_dict, tally_dict, RowsOf, WholeTables};
 
 type Files = Vec<(u32, Vec<u8>, String)>;
 
@@ -174,59 +174,11 @@ impl AttributePart {
         })
     }
 
-    /// Start pass 2 with what the whole set says: the arguments of
-    /// `LogSet.start_attribution` (but `keep`: a part hands over every row).
-    #[allow(clippy::too_many_arguments)]
-    #[pyo3(signature = (proc, evidence, conflict, roles, eff_host, crowded, shared, file_procs,
-                        local_ranks, processes, file_nodes, file_names, first_dated, median,
-                        wrap_default, clock_offsets, events, keep=None, plain=Vec::new()))]
-    fn start_attribution(
-        &mut self,
-        proc: Vec<Option<u32>>,
-        evidence: Vec<Option<String>>,
-        conflict: Vec<bool>,
-        roles: Vec<Option<String>>,
-        eff_host: Vec<Option<String>>,
-        crowded: Vec<(u32, Option<String>, i64)>,
-        shared: Vec<u32>,
-        file_procs: Vec<(u32, u32)>,
-        local_ranks: Option<Vec<(u32, i32)>>,
-        processes: Vec<Coordinates>,
-        file_nodes: Vec<(u32, i32)>,
-        file_names: Vec<(u32, String)>,
-        first_dated: Vec<(u32, Option<i64>, Option<i64>)>,
-        median: Option<i64>,
-        wrap_default: Option<i64>,
-        clock_offsets: Vec<(String, i64)>,
-        events: (Vec<String>, String, String, Vec<String>, usize),
-        keep: Option<usize>,
-        plain: Vec<u32>,
-    ) -> PyResult<()> {
-        if keep.is_some() {
-            return Err(PyValueError::new_err(
-                "a part hands over every row (keep=None)",
-            ));
-        }
-        let selection = selection(events)?;
-        let whole = Arc::new(whole_set(
-            proc,
-            evidence,
-            conflict,
-            roles,
-            eff_host,
-            crowded,
-            shared,
-            file_procs,
-            local_ranks,
-            processes,
-            file_nodes,
-            file_names,
-            first_dated,
-            median,
-            wrap_default,
-            clock_offsets,
-            plain,
-        )?);
+    /// Start pass 2 with what the whole set says: `LogSet.start_attribution`'s `tables` (a
+    /// part hands over every row).
+    fn start_attribution(&mut self, tables: WholeTables) -> PyResult<()> {
+        let (whole, selection) = tables.whole()?;
+        let whole = Arc::new(whole);
         let attributor = Attributor::new(
             whole.clone(),
             self.keys.clone(),

@@ -141,59 +141,15 @@ impl LogSet {
         survey_dict(py, &pass.survey, pass.lines)
     }
 
-    /// End pass 1 and start pass 2 with what the whole set says (per key number: `proc`,
-    /// `evidence`, `conflict`, `role`, `eff_host`; and the set's tables; `plain`: the
-    /// processes that are no SGLang scheduler, whose lines take no role).
-    #[allow(clippy::too_many_arguments)]
-    #[pyo3(signature = (proc, evidence, conflict, roles, eff_host, crowded, shared, file_procs,
-                        local_ranks, processes, file_nodes, file_names, first_dated, median,
-                        wrap_default, clock_offsets, events, keep=None, plain=Vec::new()))]
-    fn start_attribution(
-        &mut self,
-        proc: Vec<Option<u32>>,
-        evidence: Vec<Option<String>>,
-        conflict: Vec<bool>,
-        roles: Vec<Option<String>>,
-        eff_host: Vec<Option<String>>,
-        crowded: Vec<(u32, Option<String>, i64)>,
-        shared: Vec<u32>,
-        file_procs: Vec<(u32, u32)>,
-        local_ranks: Option<Vec<(u32, i32)>>,
-        processes: Vec<Coordinates>,
-        file_nodes: Vec<(u32, i32)>,
-        file_names: Vec<(u32, String)>,
-        first_dated: Vec<(u32, Option<i64>, Option<i64>)>,
-        median: Option<i64>,
-        wrap_default: Option<i64>,
-        clock_offsets: Vec<(String, i64)>,
-        events: (Vec<String>, String, String, Vec<String>, usize),
-        keep: Option<usize>,
-        plain: Vec<u32>,
-    ) -> PyResult<()> {
-        let selection = selection(events)?;
+    /// End pass 1 and start pass 2 with what the whole set says (`tables`, as
+    /// `api.attribution_arguments` gives them; `keep`: the lean view's rows per file end).
+    #[pyo3(signature = (tables, keep=None))]
+    fn start_attribution(&mut self, tables: WholeTables, keep: Option<usize>) -> PyResult<()> {
+        let (whole, selection) = tables.whole()?;
         let mut pass = self
             .survey
             .take()
             .ok_or_else(|| PyValueError::new_err("pass 1 is over"))?;
-        let whole = whole_set(
-            proc,
-            evidence,
-            conflict,
-            roles,
-            eff_host,
-            crowded,
-            shared,
-            file_procs,
-            local_ranks,
-            processes,
-            file_nodes,
-            file_names,
-            first_dated,
-            median,
-            wrap_default,
-            clock_offsets,
-            plain,
-        )?;
         let spans = std::mem::take(&mut pass.spans);
         let keys = std::mem::take(&mut pass.survey.keys);
         drop(pass);
@@ -331,10 +287,13 @@ pub(crate) fn survey_dict<'py>(
     Ok(out)
 }
 
-/// The whole-set tables of pass 2 from what `start_attribution` is given (per key number:
-/// `proc`, `evidence`, `conflict`, `roles`, `eff_host`; and the set's tables).
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn whole_set(
+/// What `start_attribution` is given of the whole set (a dict: `api.attribution_arguments`):
+/// per key number its process, evidence, conflict, role and effective host; the set's
+/// tables; what makes a line an event row; the processes that are no SGLang scheduler,
+/// whose lines take no role.
+#[derive(FromPyObject)]
+#[pyo3(from_item_all)]
+pub(crate) struct WholeTables {
     proc: Vec<Option<u32>>,
     evidence: Vec<Option<String>>,
     conflict: Vec<bool>,
@@ -351,54 +310,64 @@ pub(crate) fn whole_set(
     median: Option<i64>,
     wrap_default: Option<i64>,
     clock_offsets: Vec<(String, i64)>,
+    /// (stems, child_died, glog_fatal, progress stems, wrap_min)
+    events: (Vec<String>, String, String, Vec<String>, usize),
     plain: Vec<u32>,
-) -> PyResult<Whole> {
-    let evidence = evidence
-        .into_iter()
-        .map(|e| {
-            e.map(|e| {
-                EVIDENCE
-                    .iter()
-                    .position(|x| *x == e)
-                    .map(|i| i as u8)
-                    .ok_or_else(|| PyValueError::new_err(format!("unknown evidence {e}")))
-            })
-            .transpose()
-        })
-        .collect::<PyResult<Vec<_>>>()?;
-    Ok(Whole {
-        proc,
-        evidence,
-        conflict,
-        role: roles.into_iter().map(role).collect::<PyResult<Vec<_>>>()?,
-        eff_host,
-        crowded: crowded.into_iter().collect(),
-        shared: shared.into_iter().collect(),
-        file_procs: file_procs.into_iter().collect(),
-        local_ranks: local_ranks.map(|r| r.into_iter().collect::<HashSet<_>>()),
-        processes,
-        plain: plain.into_iter().collect(),
-        file_nodes: file_nodes.into_iter().collect(),
-        file_names: file_names.into_iter().collect(),
-        clock: Clock {
-            files: first_dated
-                .into_iter()
-                .map(|(f, first, offset)| (f, (first, offset)))
-                .collect::<HashMap<_, _>>(),
-            overall: median,
-            wrap_default,
-        },
-        clock_offsets: clock_offsets.into_iter().collect(),
-    })
 }
 
-/// What makes a line an event row (`start_attribution`'s `events`).
-pub(crate) fn selection(
-    events: (Vec<String>, String, String, Vec<String>, usize),
-) -> PyResult<Selection> {
-    let (stems, child_died, glog_fatal, progress, wrap_min) = events;
-    Selection::new(&stems, &child_died, &glog_fatal, &progress, wrap_min)
-        .map_err(PyValueError::new_err)
+impl WholeTables {
+    /// The whole-set tables of pass 2 and what makes a line an event row.
+    pub(crate) fn whole(self) -> PyResult<(Whole, Selection)> {
+        let evidence = self
+            .evidence
+            .into_iter()
+            .map(|e| {
+                e.map(|e| {
+                    EVIDENCE
+                        .iter()
+                        .position(|x| *x == e)
+                        .map(|i| i as u8)
+                        .ok_or_else(|| PyValueError::new_err(format!("unknown evidence {e}")))
+                })
+                .transpose()
+            })
+            .collect::<PyResult<Vec<_>>>()?;
+        let (stems, child_died, glog_fatal, progress, wrap_min) = self.events;
+        let selection = Selection::new(&stems, &child_died, &glog_fatal, &progress, wrap_min)
+            .map_err(PyValueError::new_err)?;
+        let whole = Whole {
+            proc: self.proc,
+            evidence,
+            conflict: self.conflict,
+            role: self
+                .roles
+                .into_iter()
+                .map(role)
+                .collect::<PyResult<Vec<_>>>()?,
+            eff_host: self.eff_host,
+            crowded: self.crowded.into_iter().collect(),
+            shared: self.shared.into_iter().collect(),
+            file_procs: self.file_procs.into_iter().collect(),
+            local_ranks: self
+                .local_ranks
+                .map(|r| r.into_iter().collect::<HashSet<_>>()),
+            processes: self.processes,
+            plain: self.plain.into_iter().collect(),
+            file_nodes: self.file_nodes.into_iter().collect(),
+            file_names: self.file_names.into_iter().collect(),
+            clock: Clock {
+                files: self
+                    .first_dated
+                    .into_iter()
+                    .map(|(f, first, offset)| (f, (first, offset)))
+                    .collect::<HashMap<_, _>>(),
+                overall: self.median,
+                wrap_default: self.wrap_default,
+            },
+            clock_offsets: self.clock_offsets.into_iter().collect(),
+        };
+        Ok((whole, selection))
+    }
 }
 
 /// The counts of pass 2, as `LogSet.tally` gives them.
