@@ -14,7 +14,7 @@
 
 use std::collections::{BTreeMap, VecDeque};
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::{channel, sync_channel, Receiver, Sender, SyncSender};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -407,6 +407,7 @@ impl<T: Send + 'static> AttributeRun<T> {
         let queue = Arc::new(Mutex::new(runs.into_iter().collect::<VecDeque<_>>()));
         let tallies = Arc::new(Mutex::new(Vec::new()));
         let (done_tx, done_rx) = sync_channel::<Result<Done<T>, String>>(threads * 2);
+        let working = Arc::new(AtomicUsize::new(threads));
         let mut handles = Vec::new();
         for _ in 0..threads {
             let worker = Worker {
@@ -419,6 +420,7 @@ impl<T: Send + 'static> AttributeRun<T> {
                 queue: queue.clone(),
                 tallies: tallies.clone(),
                 done: done_tx.clone(),
+                working: working.clone(),
             };
             handles.push(std::thread::spawn(move || worker.work()));
         }
@@ -477,10 +479,22 @@ struct Worker<T: Send + 'static> {
     queue: Arc<Mutex<VecDeque<(u32, u32)>>>,
     tallies: Arc<Mutex<Vec<Tally>>>,
     done: SyncSender<Result<Done<T>, String>>,
+    /// The workers still at work (a worker that ends leaves its core to the others).
+    working: Arc<AtomicUsize>,
+}
+
+/// Counts a worker out of `working` when it ends, however it ends.
+struct Leaving(Arc<AtomicUsize>);
+
+impl Drop for Leaving {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 impl<T: Send + 'static> Worker<T> {
     fn work(self) {
+        let _leaving = Leaving(self.working.clone());
         let mut attributor = Attributor::new(
             self.tables.0.clone(),
             self.tables.1.clone(),
@@ -506,7 +520,7 @@ impl<T: Send + 'static> Worker<T> {
                 .collect();
             let shown = names(&files, files.iter().map(|f| f.file_id));
             let outcome = catch_unwind(AssertUnwindSafe(|| {
-                self.run(files, &mut attributor, &mut handed, &spare)
+                self.run(files, &shown, &mut attributor, &mut handed, &spare)
             }));
             match outcome {
                 Ok(true) => {}
@@ -524,28 +538,46 @@ impl<T: Send + 'static> Worker<T> {
         }
     }
 
-    /// Attribute one run's files; false when the caller went away.
+    /// Attribute one run's files; false when the caller went away. Once a worker has ended
+    /// (no run is left for it), the files are read and parsed on a thread of their own, a
+    /// chunk ahead, on the core it left: a set of one file, or with one file larger than the
+    /// rest, is not attributed on one core alone.
     fn run(
         &self,
         files: Vec<FileSpec>,
+        shown: &str,
         attributor: &mut Attributor,
         handed: &mut rustc_hash::FxHashMap<u32, usize>,
         spare: &Arc<Spare>,
     ) -> bool {
-        let mut scanner = Scanner::with_spare(
+        let scanner = Scanner::with_spare(
             files,
             self.plan.chunk_bytes,
             self.plan.max_rows,
             spare.clone(),
         );
-        let mut next = scanner.next_keyed(&self.tables.1, None);
-        while let Some(Chunk::Parsed(mut columns, ids, bytes)) = next.take() {
+        let mut chunks = Chunks::Here(Box::new(scanner), self.tables.1.clone());
+        let mut next = chunks.next();
+        loop {
+            let chunk = match std::mem::replace(&mut next, Ok(None)) {
+                Ok(Some(Chunk::Parsed(columns, ids, bytes))) => (columns, ids, bytes),
+                Ok(_) => return true,
+                Err(error) => {
+                    // (the reading thread's panic)
+                    let _ = self.done.send(Err(error));
+                    return false;
+                }
+            };
+            let (mut columns, ids, bytes) = chunk;
             if self.cancel.load(Ordering::SeqCst) {
                 return false;
             }
-            next = scanner.next_keyed(&self.tables.1, None);
+            if self.working.load(Ordering::SeqCst) < self.plan.threads {
+                chunks = chunks.ahead(&self.cancel, shown);
+            }
+            next = chunks.next();
             let ahead = match &next {
-                Some(Chunk::Parsed(c, _, _)) if !c.is_empty() => Some(Ahead::of(c, 0)),
+                Ok(Some(Chunk::Parsed(c, _, _))) if !c.is_empty() => Some(Ahead::of(c, 0)),
                 _ => None,
             };
             let attributed = attributor.attribute(&columns, &ids, ahead.as_ref());
@@ -577,7 +609,66 @@ impl<T: Send + 'static> Worker<T> {
                 return false;
             }
         }
-        true
+    }
+}
+
+/// A run's chunks, read and parsed here or on a thread of their own (a chunk ahead).
+enum Chunks {
+    Here(Box<Scanner>, Arc<Keys>),
+    Ahead(Reader),
+}
+
+/// The thread that reads a run's chunks ahead, and what it sends them down.
+struct Reader {
+    chunks: Option<Receiver<Result<Option<Chunk>, String>>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Chunks {
+    /// The rest of the chunks read by a thread of their own, which ends at the files' end,
+    /// when the pass is cancelled or when the receiver is gone (a panic there is an error
+    /// naming `shown`).
+    fn ahead(self, cancel: &Arc<AtomicBool>, shown: &str) -> Chunks {
+        let Chunks::Here(mut scanner, keys) = self else {
+            return self;
+        };
+        let (cancel, shown) = (cancel.clone(), shown.to_string());
+        let (tx, rx) = sync_channel::<Result<Option<Chunk>, String>>(0);
+        let thread = std::thread::spawn(move || loop {
+            if cancel.load(Ordering::SeqCst) {
+                return;
+            }
+            let outcome = catch_unwind(AssertUnwindSafe(|| scanner.next_keyed(&keys, None)))
+                .map_err(|payload| panic_message(payload, &shown));
+            let last = !matches!(outcome, Ok(Some(_)));
+            if tx.send(outcome).is_err() || last {
+                return;
+            }
+        });
+        Chunks::Ahead(Reader {
+            chunks: Some(rx),
+            thread: Some(thread),
+        })
+    }
+
+    fn next(&mut self) -> Result<Option<Chunk>, String> {
+        match self {
+            Chunks::Here(scanner, keys) => Ok(scanner.next_keyed(keys, None)),
+            Chunks::Ahead(reader) => match &reader.chunks {
+                Some(chunks) => chunks.recv().unwrap_or(Ok(None)),
+                None => Ok(None),
+            },
+        }
+    }
+}
+
+impl Drop for Reader {
+    fn drop(&mut self) {
+        // (the thread, waiting to hand over a chunk, ends when the receiver goes)
+        self.chunks = None;
+        if let Some(thread) = self.thread.take() {
+            join_by(thread, Instant::now() + STOP_WAIT);
+        }
     }
 }
 
