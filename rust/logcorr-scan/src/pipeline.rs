@@ -615,57 +615,76 @@ impl<T: Send + 'static> Worker<T> {
 /// A run's chunks, read and parsed here or on a thread of their own (a chunk ahead).
 enum Chunks {
     Here(Box<Scanner>, Arc<Keys>),
-    Ahead(Reader),
-}
-
-/// The thread that reads a run's chunks ahead, and what it sends them down.
-struct Reader {
-    chunks: Option<Receiver<Result<Option<Chunk>, String>>>,
-    thread: Option<JoinHandle<()>>,
+    Ahead(Reader<Chunk>),
 }
 
 impl Chunks {
-    /// The rest of the chunks read by a thread of their own, which ends at the files' end,
-    /// when the pass is cancelled or when the receiver is gone (a panic there is an error
-    /// naming `shown`).
+    /// The rest of the chunks, read on a thread of their own (`Reader`).
     fn ahead(self, cancel: &Arc<AtomicBool>, shown: &str) -> Chunks {
-        let Chunks::Here(mut scanner, keys) = self else {
-            return self;
-        };
+        match self {
+            Chunks::Here(mut scanner, keys) => Chunks::Ahead(Reader::start(
+                move || scanner.next_keyed(&keys, None),
+                cancel,
+                shown,
+            )),
+            ahead => ahead,
+        }
+    }
+
+    fn next(&mut self) -> Result<Option<Chunk>, String> {
+        match self {
+            Chunks::Here(scanner, keys) => Ok(scanner.next_keyed(keys, None)),
+            Chunks::Ahead(reader) => reader.next(),
+        }
+    }
+}
+
+/// A thread that makes items (`produce`, until it gives None) one ahead of their taker.
+struct Reader<T> {
+    items: Option<Receiver<Result<Option<T>, String>>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl<T: Send + 'static> Reader<T> {
+    /// The thread ends after the last item, when the pass is cancelled or when the reader is
+    /// dropped; a panic in `produce` is its last item, an error naming `shown`.
+    fn start(
+        mut produce: impl FnMut() -> Option<T> + Send + 'static,
+        cancel: &Arc<AtomicBool>,
+        shown: &str,
+    ) -> Reader<T> {
         let (cancel, shown) = (cancel.clone(), shown.to_string());
-        let (tx, rx) = sync_channel::<Result<Option<Chunk>, String>>(0);
+        let (tx, rx) = sync_channel::<Result<Option<T>, String>>(0);
         let thread = std::thread::spawn(move || loop {
             if cancel.load(Ordering::SeqCst) {
                 return;
             }
-            let outcome = catch_unwind(AssertUnwindSafe(|| scanner.next_keyed(&keys, None)))
+            let outcome = catch_unwind(AssertUnwindSafe(&mut produce))
                 .map_err(|payload| panic_message(payload, &shown));
             let last = !matches!(outcome, Ok(Some(_)));
             if tx.send(outcome).is_err() || last {
                 return;
             }
         });
-        Chunks::Ahead(Reader {
-            chunks: Some(rx),
+        Reader {
+            items: Some(rx),
             thread: Some(thread),
-        })
+        }
     }
 
-    fn next(&mut self) -> Result<Option<Chunk>, String> {
-        match self {
-            Chunks::Here(scanner, keys) => Ok(scanner.next_keyed(keys, None)),
-            Chunks::Ahead(reader) => match &reader.chunks {
-                Some(chunks) => chunks.recv().unwrap_or(Ok(None)),
-                None => Ok(None),
-            },
+    /// The next item (None after the last, or once the thread has ended).
+    fn next(&mut self) -> Result<Option<T>, String> {
+        match &self.items {
+            Some(items) => items.recv().unwrap_or(Ok(None)),
+            None => Ok(None),
         }
     }
 }
 
-impl Drop for Reader {
+impl<T> Drop for Reader<T> {
     fn drop(&mut self) {
-        // (the thread, waiting to hand over a chunk, ends when the receiver goes)
-        self.chunks = None;
+        // (the thread, waiting to hand over an item, ends when the receiver goes)
+        self.items = None;
         if let Some(thread) = self.thread.take() {
             join_by(thread, Instant::now() + STOP_WAIT);
         }
@@ -745,5 +764,48 @@ mod tests {
         assert_eq!(alone.spans, asked.spans);
         assert_eq!(alone.survey.keys.len(), asked.survey.keys.len());
         assert_eq!(alone.survey.keys.counts, asked.survey.keys.counts);
+    }
+
+    #[test]
+    fn a_reader_hands_over_its_items_in_order_and_a_panic_as_an_error_naming_the_files() {
+        let cancel = Arc::new(AtomicBool::new(false));
+        let mut made = 0;
+        let mut reader = Reader::start(
+            move || {
+                made += 1;
+                assert!(made < 4, "the third item fails");
+                Some(made)
+            },
+            &cancel,
+            "node0.log",
+        );
+        assert_eq!(reader.next(), Ok(Some(1)));
+        assert_eq!(reader.next(), Ok(Some(2)));
+        assert_eq!(reader.next(), Ok(Some(3)));
+        let error = reader.next().expect_err("the panic");
+        assert!(error.contains("node0.log"), "{error}");
+        // (the thread ended with it)
+        assert_eq!(reader.next(), Ok(None));
+    }
+
+    #[test]
+    fn a_reader_dropped_or_cancelled_ends_its_thread() {
+        let cancel = Arc::new(AtomicBool::new(false));
+        let ended = Arc::new(AtomicBool::new(false));
+        let mut reader = Reader::start(|| Some(7), &cancel, "f");
+        assert_eq!(reader.next(), Ok(Some(7)));
+        let thread = reader.thread.take().expect("a thread");
+        let watch = ended.clone();
+        let waited = std::thread::spawn(move || {
+            thread.join().expect("no panic");
+            watch.store(true, Ordering::SeqCst);
+        });
+        drop(reader); // (the thread waits to hand over the next item)
+        waited.join().expect("joined");
+        assert!(ended.load(Ordering::SeqCst));
+        // a cancelled pass: the thread ends before making another item
+        cancel.store(true, Ordering::SeqCst);
+        let mut reader = Reader::start(|| Some(1), &cancel, "f");
+        assert_eq!(reader.next(), Ok(None));
     }
 }
