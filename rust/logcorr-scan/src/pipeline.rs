@@ -695,11 +695,11 @@ impl<T> Drop for Reader<T> {
 mod tests {
     use super::*;
 
-    /// Files of `lines` NCCL and SGLang lines each, in a folder of their own.
-    fn files(name: &str, count: u32, lines: usize) -> Vec<FileSpec> {
-        let dir = std::env::temp_dir().join(format!("logcorr-{name}-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).expect("dir");
-        (0..count)
+    /// Files of `lines` NCCL and SGLang lines each, in a folder of their own (removed when
+    /// the folder is dropped).
+    fn files(name: &str, count: u32, lines: usize) -> (crate::TestDir, Vec<FileSpec>) {
+        let dir = crate::TestDir::new(name);
+        let specs = (0..count)
             .map(|i| {
                 let path = dir.join(format!("node{i}.log"));
                 let text: String = (0..lines)
@@ -725,7 +725,8 @@ mod tests {
                     display: format!("node{i}.log"),
                 }
             })
-            .collect()
+            .collect();
+        (dir, specs)
     }
 
     #[test]
@@ -736,7 +737,7 @@ mod tests {
             max_rows: 64,
             threads: 1,
         };
-        let files = files("unasked", 3, 2000);
+        let (_dir, files) = files("unasked", 3, 2000);
         let mut alone = SurveyRun::start(files.clone(), plan);
         let started = Instant::now();
         while !alone.merger.as_ref().is_some_and(JoinHandle::is_finished) {

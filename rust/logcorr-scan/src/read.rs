@@ -652,8 +652,7 @@ mod tests {
         let bytes: Vec<u8> = (0..13)
             .flat_map(|i| format!("line {i:03}\n").into_bytes())
             .collect();
-        let dir = std::env::temp_dir().join(format!("logcorr-room-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).expect("dir");
+        let dir = crate::TestDir::new("room");
         let path = dir.join("x.log");
         std::fs::write(&path, &bytes).expect("write");
         let pieces = Pieces::open(&path).expect("open");
@@ -664,8 +663,7 @@ mod tests {
     }
 
     fn pieces_of(bytes: &[u8], size: usize) -> (Vec<Vec<u8>>, Option<Problem>) {
-        let dir = std::env::temp_dir().join(format!("logcorr-read-{}-{size}", std::process::id()));
-        std::fs::create_dir_all(&dir).expect("dir");
+        let dir = crate::TestDir::new("read");
         let path = dir.join(format!("x{}.gz", bytes.len()));
         std::fs::write(&path, bytes).expect("write");
         let mut pieces = Pieces::open(&path).expect("open");

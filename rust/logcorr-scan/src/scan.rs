@@ -434,8 +434,7 @@ mod tests {
 
     #[test]
     fn a_piece_is_cut_into_blocks_of_at_most_max_rows_lines_as_they_are_asked_for() {
-        let dir = std::env::temp_dir().join(format!("logcorr-cut-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).expect("dir");
+        let dir = crate::TestDir::new("cut");
         let path = dir.join("a.log");
         let text: String = (0..10).map(|i| format!("line {i}\r\n")).collect::<String>() + "\nend";
         std::fs::write(&path, &text).expect("write");
@@ -471,8 +470,7 @@ mod tests {
 
     #[test]
     fn blocks_hold_each_byte_once_in_order_whatever_the_piece_and_block_sizes() {
-        let dir = std::env::temp_dir().join(format!("logcorr-sizes-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).expect("dir");
+        let dir = crate::TestDir::new("sizes");
         let path = dir.join("b.log");
         let mut text = String::new();
         for i in 0..40 {
@@ -506,13 +504,11 @@ mod tests {
                 assert_eq!(next_line as usize, expected_lines + 1);
             }
         }
-        std::fs::remove_dir_all(&dir).ok();
     }
 
     #[test]
     fn blocks_read_into_buffers_given_back_are_the_blocks_read_into_new_ones() {
-        let dir = std::env::temp_dir().join(format!("logcorr-spare-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).expect("dir");
+        let dir = crate::TestDir::new("spare");
         // (files past a spare buffer's least room, in pieces of about a MiB)
         let mut specs = Vec::new();
         for (n, lines) in [(0u32, 40_000usize), (1, 3), (2, 25_000)] {
@@ -559,6 +555,5 @@ mod tests {
             assert_eq!(fresh.len(), recycled.len());
             assert!(fresh == recycled, "max_rows {max_rows}");
         }
-        std::fs::remove_dir_all(&dir).ok();
     }
 }
