@@ -6,8 +6,9 @@
 //!
 //! Pass 2: the chunks that carry state one to the next (a file's chunks, and small files read
 //! together) form *runs*; runs share nothing, so workers take a run each, read its files again
-//! and attribute them in order. The caller takes the chunks as they come (their order in the
-//! timeline is their sort key's).
+//! and attribute them in order; once a worker has no run left, the others read and parse
+//! their runs a chunk ahead on a thread of their own (`Reader`), on the core it left. The
+//! caller takes the chunks as they come (their order in the timeline is their sort key's).
 //!
 //! A panic in a worker (a bug: no input should cause one) ends the pass with an error naming
 //! the chunk's files; dropping a pass stops its threads.
@@ -559,7 +560,7 @@ impl<T: Send + 'static> Worker<T> {
         let mut chunks = Chunks::Here(Box::new(scanner), self.tables.1.clone());
         let mut next = chunks.next();
         loop {
-            let chunk = match std::mem::replace(&mut next, Ok(None)) {
+            let (mut columns, ids, bytes) = match std::mem::replace(&mut next, Ok(None)) {
                 Ok(Some(Chunk::Parsed(columns, ids, bytes))) => (columns, ids, bytes),
                 Ok(_) => return true,
                 Err(error) => {
@@ -568,7 +569,6 @@ impl<T: Send + 'static> Worker<T> {
                     return false;
                 }
             };
-            let (mut columns, ids, bytes) = chunk;
             if self.cancel.load(Ordering::SeqCst) {
                 return false;
             }
@@ -774,7 +774,7 @@ mod tests {
         let mut reader = Reader::start(
             move || {
                 made += 1;
-                assert!(made < 4, "the third item fails");
+                assert!(made < 4, "a fourth item fails");
                 Some(made)
             },
             &cancel,
