@@ -308,3 +308,36 @@ def test_output_that_cannot_be_written_is_one_error_line(tmp_path: Path, fmt: st
         reason = "standard output is closed"
     assert done.returncode == 2, done.stderr
     assert done.stderr == f"logcorr: error: cannot write the output: {reason}\n"
+
+
+def test_a_finished_run_ends_after_its_exit_handlers_with_its_output_whole(
+        tmp_path: Path) -> None:
+    """The process ends without the interpreter's teardown (`cli._leave`), but only after
+    what an exit must do: the exit handlers run (one registered here, the spill folder's
+    removal), and standard output flushed whole (the same bytes as the file written with
+    `-o`), with the run's exit code."""
+    spill = tmp_path / "spill"
+    spill.mkdir()
+    written = tmp_path / "timeline.csv"
+    script = ("import atexit, sys\n"
+              "atexit.register(lambda: sys.stderr.write('exit handlers ran\\n'))\n"
+              "from logcorr.launch import main\n"
+              "main()\n")
+    env = dict(os.environ, TMPDIR=str(spill), LOGCORR_MEMORY_BUDGET="0")
+    outputs = []
+    for extra in (["-o", str(written)], []):
+        done = subprocess.run(
+            [sys.executable, "-c", script, "analyze", str(LOGS), "--config", str(GOOD),
+             "--format", "csv", *extra], capture_output=True, cwd=tmp_path, timeout=120,
+            check=False, env=env)
+        assert done.returncode == 0, done.stderr
+        assert done.stderr.decode().endswith("exit handlers ran\n")
+        # (everything was spilled: the folder was made, and removed at exit)
+        assert list(spill.iterdir()) == []
+        outputs.append(done.stdout)
+    assert outputs[0] == b""
+    assert outputs[1] == written.read_bytes() and outputs[1].count(b"\n") > 90
+    done = subprocess.run([sys.executable, "-c", script, "analyze", str(LOGS), "--config",
+                           str(GOOD), "--exit-code"], capture_output=True, cwd=tmp_path,
+                          timeout=120, check=False, env=env)
+    assert done.returncode == 1 and done.stderr.decode().endswith("exit handlers ran\n")
