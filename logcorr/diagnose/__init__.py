@@ -49,7 +49,7 @@ from logcorr.diagnose.context import (
     merge_people,
     thin_events,
 )
-from logcorr.diagnose.crash import crash_findings, teardown_rows
+from logcorr.diagnose.crash import crash_findings, fatal_rows, teardown_rows
 from logcorr.diagnose.hang import hang_findings
 from logcorr.diagnose.incident import one_verdict
 from logcorr.diagnose.init import init_findings
@@ -72,7 +72,8 @@ def diagnose(ctx: Context, contradictions: list[dict[str, object]]) -> list[Find
     """All findings, one error verdict per incident (`incident.one_verdict`), errors first,
     then by time."""
     findings: list[Finding] = []
-    crashes = crash_findings(ctx)
+    fatal = fatal_rows(ctx)  # (read once: the crashes and the hangs' teardown)
+    crashes = crash_findings(ctx, fatal)
     findings += crashes
     crashed = {p["world_rank"] for f in crashes for p in f.processes}
     findings += hang_findings(ctx, crashed)
@@ -86,7 +87,7 @@ def diagnose(ctx: Context, contradictions: list[dict[str, object]]) -> list[Find
     findings += [Finding("inconsistent", "warning", str(c["detail"]),
                          evidence=[{"file": c["file"], "line": c["line"]}] if c.get("file") else [])
                  for c in contradictions if not c.get("note")]
-    findings = one_verdict(ctx, findings, teardown_rows(ctx), order_window(ctx))
+    findings = one_verdict(ctx, findings, teardown_rows(ctx, fatal), order_window(ctx))
     _name_streams(ctx, findings)
     rank = {s: i for i, s in enumerate(SEVERITIES)}
     return sorted(findings, key=lambda f: (rank[f.severity], f.first_ts or "~", f.kind))

@@ -64,17 +64,21 @@ def fatal_rows(ctx: Context) -> pl.DataFrame:
     return mark_teardown(ctx, fatal, order_window(ctx))
 
 
-def teardown_rows(ctx: Context) -> pl.DataFrame:
+def teardown_rows(ctx: Context, fatal: pl.DataFrame | None = None) -> pl.DataFrame:
     """The fatal rows that are a hang's teardown (aborts, exit codes after its timeout),
-    named by PID or rank tag where the line allows, with `_undecided`."""
-    return name_rows(ctx, fatal_rows(ctx).filter("_teardown").drop("_teardown"))
+    named by PID or rank tag where the line allows, with `_undecided` (`fatal`: the
+    `fatal_rows` already read, else read here)."""
+    fatal = fatal_rows(ctx) if fatal is None else fatal
+    return name_rows(ctx, fatal.filter("_teardown").drop("_teardown"))
 
 
-def crash_findings(ctx: Context) -> list[Finding]:
+def crash_findings(ctx: Context, fatal: pl.DataFrame | None = None) -> list[Finding]:
     """The first fatal event of each process; the earliest overall is the root, later crashes
-    and the SIGQUIT cascade hang off it. A hang's teardown is not a crash."""
+    and the SIGQUIT cascade hang off it. A hang's teardown is not a crash (`fatal`: the
+    `fatal_rows` already read, else read here)."""
     rows = ctx.events
-    fatal = fatal_rows(ctx).filter(~pl.col("_teardown")).drop("_teardown", "_undecided")
+    fatal = (fatal_rows(ctx) if fatal is None else fatal).filter(
+        ~pl.col("_teardown")).drop("_teardown", "_undecided")
     died = deaths(ctx)
     if died.height:  # (an uncaught exception a process died of)
         fatal = pl.concat([fatal, died.select(fatal.columns)]).unique(
