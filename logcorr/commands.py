@@ -38,7 +38,7 @@ from logcorr.render_timeline import (
     header,
     inert,
     text_lines,
-    timeline_table,
+    timeline_view,
 )
 from logcorr.render_topology import render_rank, render_topology
 from logcorr.selector import parse_selector
@@ -199,7 +199,7 @@ def print_timeline(console: Console, analysis: Analysis,
         if isinstance(piece, str):
             console.print(Text(piece, style="dim"))
         elif fmt == "rich":
-            console.print(timeline_table(piece, analysis.topology))
+            console.print(timeline_view(piece, analysis.topology, console))
         else:
             console.file.writelines(f"{line}\n" for line in text_lines(piece, analysis.topology))
 
