@@ -177,9 +177,10 @@ def timeline_view(frame: pl.DataFrame, topology: Topology | None, console: Conso
     for i, header in enumerate(_HEADERS):
         segments.append(Segment(_pad(header, i, inner[i]), bold))
     segments.append(Segment.line())
+    left, right = _PADS[_TAG]
+    blank = " " * (sum(widths[:-1]) + _PADS[-1][0])  # (a wrapped row's next lines)
     for row in rows:
         lines = _wrapped(console, row[-1], inner[-1])
-        left, right = _PADS[_TAG]
         tag = row[_TAG].rstrip()
         before = "".join(_pad(c, i, inner[i]) for i, c in enumerate(row[:_TAG]))
         after = "".join(_pad(c, i + _TAG + 1, inner[i + _TAG + 1])
@@ -188,7 +189,6 @@ def timeline_view(frame: pl.DataFrame, topology: Topology | None, console: Conso
                      Segment(tag + " " * (inner[_TAG] - _cells(tag)),
                              Style.parse(_tag_style(row[_TAG]))),
                      Segment(" " * right + after + " " * _PADS[-1][0] + lines[0]), Segment.line()]
-        blank = " " * (sum(widths[:-1]) + _PADS[-1][0])
         for more in lines[1:]:
             segments += [Segment(blank + more), Segment.line()]
     return Segments(segments)
@@ -208,7 +208,7 @@ def _wrapped(console: Console, text: str, width: int) -> list[str]:
     """The text column's lines for one row, as rich's `Text.wrap` makes them (folded, each
     stripped at its end and padded to `width`): a line of printable ASCII that fits is
     padded here."""
-    if len(text) <= width and text.isascii():
+    if len(text) <= width and text.isascii() and text.isprintable():
         kept = text.rstrip()
         return [kept + " " * (width - len(kept))]
     return [line.plain for line in Text(text).wrap(console, width, justify="left",
