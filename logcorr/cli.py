@@ -192,22 +192,36 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run logcorr; return the exit code. Errors from bad input become one stderr line."""
     if sys.stdout is None:  # (started with standard output closed: `>&-`)
         sys.stdout = _ClosedOutput()
+    _arrived.clear()  # (a run's own signals: the tests run many in one process)
     try:
         args = build_parser().parse_args(argv)
         handler: Handler = args.handler
         return handler(args)
-    except LogcorrError as error:
-        sys.stderr.write(f"logcorr: error: {error}\n")
-        return 2
     except Terminated:
+        return _ended_by(signal.SIGTERM)
+    except KeyboardInterrupt:
+        return _ended_by(signal.SIGINT)
+    except Exception as error:
+        if _arrived:
+            # (the signal's exception raised inside a library that turned it into one of its
+            # own: polars, asked for a dtype while the signal arrived, raises a TypeError)
+            return _ended_by(_arrived[-1])
+        if isinstance(error, LogcorrError):
+            sys.stderr.write(f"logcorr: error: {error}\n")
+            return 2
+        if isinstance(error, OSError):  # the output: a closed pipe, a full disk, closed stdout
+            return _unwritten(error)
+        raise
+
+
+def _ended_by(signum: int) -> int:
+    """Report that a signal ended the run; its exit code."""
+    if signum == signal.SIGTERM:
         _said.set()
         sys.stderr.write("logcorr: terminated\n")
         return 143
-    except KeyboardInterrupt:
-        _say_interrupted()
-        return 130
-    except OSError as error:  # writing the output: a closed pipe, a full disk, a closed stdout
-        return _unwritten(error)
+    _say_interrupted()
+    return 130
 
 
 def _drop_output() -> None:
@@ -279,7 +293,9 @@ def _interrupt(signum: int, frame: FrameType | None) -> None:
 def _unwind(signum: int, frame: FrameType | None, error: type[BaseException]) -> None:
     """Raise `error` where the signal arrived - unless that is inside a finalizer (`__del__`,
     as when the `regex` package compiles a pattern), where Python would print "Exception
-    ignored" with a traceback and go on: the signal is sent again a moment later instead."""
+    ignored" with a traceback and go on: the signal is sent again a moment later instead.
+    The signal is noted (`_arrived`): whatever the run raises from now on is its unwinding."""
+    _arrived.append(signum)
     while frame is not None:
         if frame.f_code.co_name == "__del__":
             threading.Timer(0.01, os.kill, (os.getpid(), signum)).start()
@@ -310,6 +326,7 @@ def _unraisable(info: sys.UnraisableHookArgs) -> None:
 GRACE_SECONDS = 1.0
 _EXIT_CODES: dict[int, int] = {signal.SIGINT.value: 130, signal.SIGTERM.value: 143}
 _said = threading.Event()  # the main thread has reported the interrupt itself
+_arrived: list[int] = []  # the signals that arrived (SIGINT, SIGTERM), in order
 
 
 def _watchdog() -> None:

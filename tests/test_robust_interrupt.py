@@ -230,6 +230,34 @@ def test_a_signal_inside_a_finalizer_is_sent_again() -> None:
         signal.signal(signal.SIGUSR1, previous)
 
 
+@pytest.mark.parametrize(("signum", "code", "said"), [(signal.SIGINT, 130, "interrupted"),
+                                                      (signal.SIGTERM, 143, "terminated")])
+def test_an_error_raised_while_a_signal_unwinds_the_run_is_the_signal(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], signum: int,
+        code: int, said: str) -> None:
+    """A signal's exception raised inside a library that turns it into one of its own (polars,
+    asked for a dtype as the signal arrived: `TypeError: '<unprintable str object>' is not a
+    Polars data type`, seen once under SIGTERM) ends the run as the signal does: its line and
+    exit code, no traceback. Without a signal, such an error is still a bug and propagates."""
+    cli = logcorr.cli
+
+    def failing(args: object) -> int:
+        with pytest.raises(cli.Terminated if signum == signal.SIGTERM else KeyboardInterrupt):
+            cli._unwind(signum, sys._getframe(), cli.Terminated if signum == signal.SIGTERM
+                        else KeyboardInterrupt)
+        raise TypeError("'<unprintable str object>' is not a Polars data type")
+
+    monkeypatch.setattr(logcorr.commands, "run_topology", failing)
+    assert cli.main(["topology", "--config", str(ROOT / "fixtures" / "analyze" /
+                                                 "tp8-crash-per-node" / "args.json")]) == code
+    assert capsys.readouterr().err == f"logcorr: {said}\n"
+    monkeypatch.setattr(logcorr.commands, "run_topology",
+                        lambda args: (_ for _ in ()).throw(TypeError("a bug")))
+    with pytest.raises(TypeError, match="a bug"):
+        cli.main(["topology", "--config", str(ROOT / "fixtures" / "analyze" /
+                                              "tp8-crash-per-node" / "args.json")])
+
+
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
 def test_a_signal_ends_the_run_inside_a_polars_call(tmp_path: Path, signum: int) -> None:
     """A signal while the main thread is inside a polars call that does not return (here:
