@@ -23,6 +23,9 @@ from logcorr.topology import Topology, build_topology
 # Bytes of lines in a chunk (and at most `ingest.MAX_ROWS` lines): each chunk costs Python a
 # few sorts and stores besides its lines, and each of the core's workers holds one or two.
 CHUNK_BYTES = 12 << 20
+# Bytes of pass 1's parse kept for pass 2 (about 80 a line): the chunks within them are parsed
+# once, the rest again in pass 2 (the same columns either way).
+KEEP_PARSED = 192 << 20
 
 Given = tuple[Topology, str]  # --config's topology, and where it came from
 
@@ -60,7 +63,7 @@ def start_reading(paths: Sequence[str | Path], given: Given | None, chunk_bytes:
     total = sum(_size(s) for s in sources)
     chunk = chunk_bytes if chunk_bytes is not None else CHUNK_BYTES
     logs = _core.LogSet([(s.file_id, os.fsencode(s.path), s.display) for s in sources],
-                        max(1, chunk), MAX_ROWS, threads or thread_count())
+                        max(1, chunk), MAX_ROWS, threads or thread_count(), KEEP_PARSED)
     return Started(given, sources, warnings, skipped, total, logs)
 
 

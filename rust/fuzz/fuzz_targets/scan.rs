@@ -48,6 +48,7 @@ fuzz_target!(|data: &[u8]| {
                 chunk_bytes,
                 max_rows,
                 threads: 1,
+                keep_parsed: 0,
             },
         );
         common::hosts_alone(&common::texts(&set.files, common::WHOLE), &[&parts, &cut])

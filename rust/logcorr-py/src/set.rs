@@ -80,14 +80,16 @@ fn role(name: Option<String>) -> PyResult<Option<Role>> {
 
 #[pymethods]
 impl LogSet {
-    /// `threads`: workers that parse or attribute at once.
+    /// `threads`: workers that parse or attribute at once; `keep_parsed`: bytes of pass 1's
+    /// parse kept for pass 2 (the chunks past them are parsed again).
     #[new]
-    #[pyo3(signature = (files, chunk_bytes, max_rows, threads=1))]
+    #[pyo3(signature = (files, chunk_bytes, max_rows, threads=1, keep_parsed=0))]
     fn new(
         files: Vec<(u32, Bound<'_, PyBytes>, String)>,
         chunk_bytes: usize,
         max_rows: usize,
         threads: usize,
+        keep_parsed: usize,
     ) -> LogSet {
         let files: Vec<FileSpec> = files
             .into_iter()
@@ -101,6 +103,7 @@ impl LogSet {
             chunk_bytes,
             max_rows,
             threads: threads.max(1),
+            keep_parsed,
         };
         let survey = Some(SurveyRun::start(files.clone(), plan));
         LogSet {
@@ -152,6 +155,7 @@ impl LogSet {
             .ok_or_else(|| PyValueError::new_err("pass 1 is over"))?;
         let spans = std::mem::take(&mut pass.spans);
         let keys = std::mem::take(&mut pass.survey.keys);
+        let kept = pass.kept.clone();
         drop(pass);
         let (whole, keys) = (Arc::new(whole), Arc::new(keys));
         self.tables = Some((whole.clone(), keys.clone()));
@@ -186,6 +190,7 @@ impl LogSet {
             (whole, keys),
             gather,
             convert,
+            kept,
         ));
         Ok(())
     }

@@ -12,6 +12,7 @@ pub mod clock;
 pub mod families;
 pub mod gather;
 pub mod grammar;
+pub mod kept;
 pub mod keys;
 pub mod merge;
 pub mod model;

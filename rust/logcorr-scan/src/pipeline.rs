@@ -23,6 +23,7 @@ use std::time::{Duration, Instant};
 
 use crate::attribute::{Ahead, Attributed, Attributor, Whole};
 use crate::gather::{Event, Gather, Tally};
+use crate::kept::{shape, Kept, KeptChunk, Tee, BYTES_PER_PART};
 use crate::keys::Keys;
 use crate::model::Columns;
 use crate::parse::{parse_into, Said, Scratch};
@@ -37,6 +38,9 @@ pub struct Plan {
     pub max_rows: usize,
     /// Workers that parse (pass 1) or attribute (pass 2) at once (at least one).
     pub threads: usize,
+    /// Bytes of pass 1's parse kept for pass 2 (`kept`): the chunks past them are parsed
+    /// again.
+    pub keep_parsed: usize,
 }
 
 /// What a panic says, with the files of the chunk it happened in.
@@ -104,6 +108,8 @@ fn join_by<T>(handle: JoinHandle<T>, deadline: Instant) -> Option<T> {
 struct Surveyed {
     index: usize,
     survey: Survey,
+    /// the chunk's parse, kept for pass 2 (with the room set aside for it)
+    kept: Option<(KeptChunk, usize)>,
     bytes: usize,
     rows: usize,
     span: (u32, u32),
@@ -121,6 +127,8 @@ pub struct SurveyRun {
     /// Each chunk's first and last file, in order.
     pub spans: Vec<(u32, u32)>,
     pub warnings: Arc<Mutex<Vec<String>>>,
+    /// The chunks' parse kept for pass 2.
+    pub kept: Arc<Kept>,
     workers: Workers,
 }
 
@@ -146,6 +154,7 @@ impl SurveyRun {
         let mut handles = Vec::new();
         // (the workers give the reader back the buffers of the chunks they surveyed)
         let spare = Arc::new(Spare::default());
+        let kept = Arc::new(Kept::new(plan.keep_parsed));
         {
             let (cancel, warnings, files) = (cancel.clone(), warnings.clone(), files.clone());
             let failed = done_tx.clone();
@@ -156,21 +165,22 @@ impl SurveyRun {
             }));
         }
         for _ in 0..threads {
-            let (cancel, work_rx, done_tx, files, spare) = (
+            let (cancel, work_rx, done_tx, files, spare, kept) = (
                 cancel.clone(),
                 work_rx.clone(),
                 done_tx.clone(),
                 files.clone(),
                 spare.clone(),
+                kept.clone(),
             );
             handles.push(std::thread::spawn(move || {
-                survey_chunks(&files, &cancel, &work_rx, &done_tx, &spare);
+                survey_chunks(&files, &cancel, &work_rx, &done_tx, &spare, &kept);
             }));
         }
         drop(done_tx);
         let merger = {
-            let cancel = cancel.clone();
-            std::thread::spawn(move || merge_surveys(&done_rx, &progress_tx, &cancel))
+            let (cancel, kept) = (cancel.clone(), kept.clone());
+            std::thread::spawn(move || merge_surveys(&done_rx, &progress_tx, &cancel, &kept))
         };
         SurveyRun {
             progress: Some(Mutex::new(progress_rx)),
@@ -179,6 +189,7 @@ impl SurveyRun {
             lines: 0,
             spans: Vec::new(),
             warnings,
+            kept,
             workers: Workers { cancel, handles },
         }
     }
@@ -234,6 +245,7 @@ fn merge_surveys(
     results: &Receiver<Result<Surveyed, String>>,
     progress: &Sender<Result<usize, String>>,
     cancel: &AtomicBool,
+    kept: &Kept,
 ) -> Option<Merged> {
     let mut waiting: BTreeMap<usize, Surveyed> = BTreeMap::new();
     let mut merged = Merged::default();
@@ -257,7 +269,14 @@ fn merge_surveys(
             let outcome = catch_unwind(AssertUnwindSafe(|| {
                 merged.lines += done.rows as u64;
                 merged.spans.push(done.span);
-                merged.survey.merge(done.survey);
+                let mapping = merged.survey.merge(done.survey);
+                if let Some((mut chunk, promised)) = done.kept {
+                    // (the chunk's key rows, numbered as the merged survey numbers them)
+                    for id in &mut chunk.ids {
+                        *id = mapping[*id as usize];
+                    }
+                    kept.keep(chunk, promised);
+                }
             }));
             if let Err(payload) = outcome {
                 let _ = progress.send(Err(panic_message(payload, "the files")));
@@ -313,6 +332,7 @@ fn survey_chunks(
     work: &Mutex<Receiver<Work>>,
     done: &SyncSender<Result<Surveyed, String>>,
     spare: &Spare,
+    kept: &Kept,
 ) {
     let mut scratch = Scratch::default();
     loop {
@@ -328,8 +348,21 @@ fn survey_chunks(
         };
         let result = catch_unwind(AssertUnwindSafe(|| {
             let lines = raw.lines();
-            let mut survey = Survey::default();
-            parse_into(&lines, &before, &mut survey, &mut scratch);
+            let (survey, kept) = match kept.room_for(lines.len()) {
+                None => {
+                    let mut survey = Survey::default();
+                    parse_into(&lines, &before, &mut survey, &mut scratch);
+                    (survey, None)
+                }
+                Some(promised) => {
+                    let mut tee = Tee::default();
+                    tee.parts.reserve(lines.len() * BYTES_PER_PART);
+                    tee.ids.reserve(lines.len());
+                    parse_into(&lines, &before, &mut tee, &mut scratch);
+                    let (survey, chunk) = tee.kept(shape(&raw), before);
+                    (survey, Some((chunk, promised)))
+                }
+            };
             let span = (
                 lines.first().map_or(0, |l| l.file_id),
                 lines.last().map_or(0, |l| l.file_id),
@@ -337,6 +370,7 @@ fn survey_chunks(
             Surveyed {
                 index,
                 survey,
+                kept,
                 bytes: raw.bytes(),
                 rows: lines.len(),
                 span,
@@ -402,6 +436,7 @@ impl<T: Send + 'static> AttributeRun<T> {
         tables: (Arc<Whole>, Arc<Keys>),
         gather: Gather,
         convert: Arc<Convert<T>>,
+        kept: Arc<Kept>,
     ) -> AttributeRun<T> {
         let threads = plan.threads.max(1);
         let cancel = Arc::new(AtomicBool::new(false));
@@ -417,6 +452,7 @@ impl<T: Send + 'static> AttributeRun<T> {
                 tables: tables.clone(),
                 gather: gather.clone(),
                 convert: convert.clone(),
+                kept: kept.clone(),
                 cancel: cancel.clone(),
                 queue: queue.clone(),
                 tallies: tallies.clone(),
@@ -476,6 +512,8 @@ struct Worker<T: Send + 'static> {
     tables: (Arc<Whole>, Arc<Keys>),
     gather: Gather,
     convert: Arc<Convert<T>>,
+    /// pass 1's parse of the chunks it kept
+    kept: Arc<Kept>,
     cancel: Arc<AtomicBool>,
     queue: Arc<Mutex<VecDeque<(u32, u32)>>>,
     tallies: Arc<Mutex<Vec<Tally>>>,
@@ -556,7 +594,8 @@ impl<T: Send + 'static> Worker<T> {
             self.plan.chunk_bytes,
             self.plan.max_rows,
             spare.clone(),
-        );
+        )
+        .with_kept(self.kept.clone());
         let mut chunks = Chunks::Here(Box::new(scanner), self.tables.1.clone());
         let mut next = chunks.next();
         loop {
@@ -736,6 +775,7 @@ mod tests {
             chunk_bytes: 1 << 12,
             max_rows: 64,
             threads: 1,
+            keep_parsed: 1 << 20,
         };
         let (_dir, files) = files("unasked", 3, 2000);
         let mut alone = SurveyRun::start(files.clone(), plan);

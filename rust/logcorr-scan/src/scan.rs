@@ -11,6 +11,7 @@ use rustc_hash::FxHashSet as HashSet;
 use std::io;
 use std::path::PathBuf;
 
+use crate::kept::Kept;
 use crate::keys::{KeyId, Keys, Last};
 use crate::model::{Columns, Fields, NOWHERE};
 use crate::parse::{parse_chunk, parse_into, said_of, Line, Said, Scratch, Sink};
@@ -298,6 +299,8 @@ pub struct Scanner {
     /// The last two lines of the chunk before (what they say is the next chunk's context).
     previous: Vec<(u32, u32, String)>,
     scratch: Scratch,
+    /// pass 1's parse of the chunks it kept (pass 2 takes a chunk's from there when kept)
+    kept: Option<Arc<Kept>>,
 }
 
 /// A parsed chunk: its parts, and how many bytes of lines it holds.
@@ -323,7 +326,14 @@ impl Scanner {
             reader: ChunkReader::new(files, chunk_bytes, max_rows).with_spare(spare),
             previous: Vec::new(),
             scratch: Scratch::default(),
+            kept: None,
         }
+    }
+
+    /// A scanner that takes a chunk's parse from `kept` when pass 1 kept it.
+    pub fn with_kept(mut self, kept: Arc<Kept>) -> Scanner {
+        self.kept = Some(kept);
+        self
     }
 
     /// What the two lines before `raw` say (from the lines themselves, so that every reading
@@ -357,6 +367,11 @@ impl Scanner {
                 ));
             }
         }
+        let before = self.before(&raw);
+        if let Some((mut columns, ids)) = self.kept.as_ref().and_then(|k| k.take(&raw, &before)) {
+            columns.text.blocks = raw.blocks.into_iter().map(|b| b.text).collect();
+            return Some(Chunk::Parsed(Box::new(columns), ids, bytes));
+        }
         let lines = raw.lines();
         let mut keyed = Keyed {
             columns: Columns::default(),
@@ -365,7 +380,6 @@ impl Scanner {
             last: Last::default(),
         };
         keyed.columns.reserve(lines.len());
-        let before = self.before(&raw);
         parse_into(&lines, &before, &mut keyed, &mut self.scratch);
         drop(lines);
         let Keyed {

@@ -34,6 +34,13 @@ pub struct Survey {
 
 impl Sink for Survey {
     fn push(&mut self, file_id: u32, line: u32, f: &Fields<'_>, _at: Option<(u32, u32)>) {
+        self.add(file_id, line, f);
+    }
+}
+
+impl Survey {
+    /// Survey one part; its key row's number (in this survey).
+    pub fn add(&mut self, file_id: u32, line: u32, f: &Fields<'_>) -> KeyId {
         let key = self.keys.add(file_id, line, f);
         if f.server_args == Some(true) {
             let text = f.msg.as_deref().unwrap_or(&f.text);
@@ -72,12 +79,11 @@ impl Sink for Survey {
                 entry.2 = stamp.wrap_ts.map(|wrap| clock::wrapper_offset(ts, wrap));
             }
         }
+        key
     }
-}
 
-impl Survey {
-    /// Add what a later part of the set found.
-    pub fn merge(&mut self, other: Survey) {
+    /// Add what a later part of the set found; the number here of each of its key rows.
+    pub fn merge(&mut self, other: Survey) -> Vec<KeyId> {
         let mapping = self.keys.merge(&other.keys);
         self.server_args.extend(other.server_args);
         self.headers.extend(
@@ -105,6 +111,7 @@ impl Survey {
                 .or_insert((first, last));
             *span = (span.0.min(first), span.1.max(last));
         }
+        mapping
     }
 
     /// The wrapper offset (seconds) of files without one of their own: the set's one offset

@@ -12,6 +12,7 @@ use std::sync::{Arc, LazyLock};
 use logcorr_scan::attribute::{Attributed, Whole};
 use logcorr_scan::clock::Clock;
 use logcorr_scan::gather::{Gather, Selection};
+use logcorr_scan::kept::Kept;
 use logcorr_scan::keys::Keys;
 use logcorr_scan::model::Columns;
 use logcorr_scan::pipeline::{runs, AttributeRun, Plan, SurveyRun};
@@ -83,6 +84,7 @@ pub struct Surveyed {
     keys: Keys,
     clock: Clock,
     spans: Vec<(u32, u32)>,
+    kept: Arc<Kept>,
 }
 
 pub fn survey(files: &[FileSpec], plan: Plan) -> Result<Surveyed, String> {
@@ -132,6 +134,7 @@ pub fn survey(files: &[FileSpec], plan: Plan) -> Result<Surveyed, String> {
         keys,
         clock,
         spans,
+        kept: pass.kept.clone(),
     })
 }
 
@@ -222,6 +225,7 @@ pub fn attribute(
         (whole, Arc::new(surveyed.keys)),
         Gather::new(selection),
         convert,
+        surveyed.kept,
     );
     let mut rows = Vec::new();
     let mut events = Vec::new();
@@ -340,6 +344,7 @@ pub const WHOLE: Plan = Plan {
     chunk_bytes: 1 << 20,
     max_rows: 1 << 20,
     threads: 1,
+    keep_parsed: 0,
 };
 
 /// Every physical line of the files comes out once, its parts' texts making it up (plain
@@ -414,10 +419,12 @@ pub fn check(
 ) -> Result<(), String> {
     let set = Set::write(contents);
     let files = &set.files;
+    // (pass 1's parse kept for pass 2 in the cut and two-thread plans, not in the whole one)
     let cut = Plan {
         chunk_bytes,
         max_rows,
         threads: 1,
+        keep_parsed: usize::MAX / 2,
     };
     let two = Plan { threads: 2, ..cut };
     every_line_once(contents, files, WHOLE)?;
@@ -450,6 +457,12 @@ pub fn check(
         attribute(files, cut, b)?,
         attribute(files, two, c)?,
     ];
+    let parsed_again = Plan {
+        keep_parsed: 0,
+        ..cut
+    };
+    let again = attribute(files, parsed_again, survey(files, parsed_again)?)?;
+    same("attribution (parsed again)", &again, &attributed[1])?;
     same("attribution (chunks)", &attributed[1], &attributed[0])?;
     same("attribution (two threads)", &attributed[2], &attributed[0])
 }
