@@ -23,7 +23,7 @@ from logcorr.topology import Topology, build_topology
 # Bytes of lines in a chunk (and at most `ingest.MAX_ROWS` lines): each chunk costs Python a
 # few sorts and stores besides its lines, and each of the core's workers holds one or two.
 CHUNK_BYTES = 12 << 20
-# Bytes of pass 1's parse kept for pass 2 (about 80 a line): the chunks within them are parsed
+# Bytes of pass 1's parse kept for pass 2 (40 to 60 a line): the chunks within them are parsed
 # once, the rest again in pass 2 (the same columns either way).
 KEEP_PARSED = 192 << 20
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from logcorr import api, stream
+from logcorr import api, start, stream
 from logcorr.api import Analysis, analyze
 
 ROOT = Path(__file__).resolve().parent.parent / "fixtures" / "analyze"
@@ -22,13 +22,19 @@ def document(analysis: Analysis) -> str:
 
 
 @pytest.mark.parametrize("path", SCENARIOS, ids=lambda p: p.name)
-@pytest.mark.parametrize(("chunk_bytes", "budget", "threads"),
-                         [(1, None, 1), (700, 0, 1), (700, 0, 2), (2000, 3000, 2)])
+@pytest.mark.parametrize(("chunk_bytes", "budget", "threads", "keep_parsed"),
+                         [(1, None, 1, start.KEEP_PARSED), (700, 0, 1, start.KEEP_PARSED),
+                          (700, 0, 2, start.KEEP_PARSED), (2000, 3000, 2, 3000)])
 def test_chunk_size_changes_nothing(path: Path, chunk_bytes: int, budget: int | None,
-                                    threads: int) -> None:
+                                    threads: int, keep_parsed: int,
+                                    monkeypatch: pytest.MonkeyPatch) -> None:
     """Any chunk size, and chunks and runs held in memory, spilled (budget 0) or some of
-    each, on one of the core's workers or two, give the same answers as one chunk on one."""
+    each, on one of the core's workers or two, with pass 1's parse kept for pass 2 (all of
+    it, or the chunks within 3,000 bytes), give the same answers as one chunk on one, parsed
+    again in pass 2."""
+    monkeypatch.setattr(start, "KEEP_PARSED", 0)
     whole = analyze([path / "logs"], config=path / "args.json", threads=1)
+    monkeypatch.setattr(start, "KEEP_PARSED", keep_parsed)
     chunked = analyze([path / "logs"], config=path / "args.json", chunk_bytes=chunk_bytes,
                       memory_budget=budget, threads=threads)
     spilled = {p.path is not None for r in chunked.runs for p in r.pieces}

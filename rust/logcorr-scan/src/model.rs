@@ -6,7 +6,7 @@ use std::borrow::Cow;
 use serde::{Deserialize, Serialize};
 
 /// A line family (the `source` column).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum Source {
     Sglang,
     Nccl,
@@ -71,7 +71,7 @@ impl Source {
 }
 
 /// A process role a line proves (the `role` column).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Role {
     Scheduler,
     Main,
@@ -113,12 +113,10 @@ impl Role {
 pub const PREFIX_KEYS: [&str; 7] = ["DP", "PP", "ATTN_CP", "MOE_DP", "TP", "EP", "PID"];
 
 /// Everything one record part says about itself. Strings borrow from the line where they can.
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default)]
 pub struct Fields<'a> {
     pub part: u16,
-    #[serde(borrow)]
     pub text: Cow<'a, str>,
-    #[serde(borrow)]
     pub msg: Option<Cow<'a, str>>,
     pub source: Source,
     pub role: Option<Role>,
@@ -127,9 +125,7 @@ pub struct Fields<'a> {
     pub ts_has_date: Option<bool>,
     pub ts_has_year: Option<bool>,
     pub wrap_ts: Option<i64>,
-    #[serde(borrow)]
     pub stream: Option<Cow<'a, str>>,
-    #[serde(borrow)]
     pub host: Option<Cow<'a, str>>,
     pub pid: Option<i64>,
     pub tid: Option<i64>,
@@ -137,28 +133,21 @@ pub struct Fields<'a> {
     pub prefix: [Option<i32>; 7],
     pub torch_rank: Option<i32>,
     pub pg_id: Option<i32>,
-    #[serde(borrow)]
     pub pg_guid: Option<Cow<'a, str>>,
-    #[serde(borrow)]
     pub pg_desc: Option<Cow<'a, str>>,
     pub pg_rank: Option<i32>,
     pub seq: Option<i64>,
-    #[serde(borrow)]
     pub op: Option<Cow<'a, str>>,
     pub last_enqueued: Option<i64>,
     pub last_completed: Option<i64>,
-    #[serde(borrow)]
     pub comm: Option<Cow<'a, str>>,
-    #[serde(borrow)]
     pub comm_id: Option<Cow<'a, str>>,
     pub comm_rank: Option<i32>,
     pub comm_nranks: Option<i32>,
-    #[serde(borrow)]
     pub nccl_phase: Option<Cow<'a, str>>,
     pub gloo_rank: Option<i32>,
     pub gloo_size: Option<i32>,
     pub link_pid: Option<i64>,
-    #[serde(borrow)]
     pub proctitle: Option<Cow<'a, str>>,
     pub server_args: Option<bool>,
     pub capped: Option<bool>,
@@ -305,7 +294,8 @@ pub const ROLES: [Role; 7] = [
     Role::Encoder,
 ];
 
-fn source_code(source: Source) -> u8 {
+/// A source's code in `Columns::source` (its place in `Source::ALL`).
+pub fn source_code(source: Source) -> u8 {
     Source::ALL
         .iter()
         .position(|s| *s == source)

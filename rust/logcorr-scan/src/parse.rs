@@ -266,6 +266,26 @@ struct Context<'c, 'a> {
     at: usize,
 }
 
+/// What a chunk starting with `lines` reads of `before` (the lines before it): the lines its
+/// first two lines look back to (`Context::said`, one and two lines back) that stand before
+/// the chunk. Two readings of a chunk with the same lines read the same of their contexts
+/// exactly when these are equal.
+pub fn context_read(lines: &[Line<'_>], before: &[Said]) -> Vec<Option<String>> {
+    let mut read = Vec::new();
+    for at in 0..lines.len().min(2) {
+        let context = Context {
+            lines,
+            said: &[],
+            before,
+            at,
+        };
+        for back in (at + 1)..=2 {
+            read.push(context.said(back).map(str::to_string));
+        }
+    }
+    read
+}
+
 impl Context<'_, '_> {
     /// What the physical line `back` lines above this one said (None when it is not the
     /// line right before in the same file).

@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 
 use crate::attribute::{Ahead, Attributed, Attributor, Whole};
 use crate::gather::{Event, Gather, Tally};
-use crate::kept::{shape, Kept, KeptChunk, Tee, BYTES_PER_PART};
+use crate::kept::{Kept, KeptChunk, Tee, BYTES_PER_PART};
 use crate::keys::Keys;
 use crate::model::Columns;
 use crate::parse::{parse_into, Said, Scratch};
@@ -359,7 +359,7 @@ fn survey_chunks(
                     tee.parts.reserve(lines.len() * BYTES_PER_PART);
                     tee.ids.reserve(lines.len());
                     parse_into(&lines, &before, &mut tee, &mut scratch);
-                    let (survey, chunk) = tee.kept(shape(&raw), before);
+                    let (survey, chunk) = tee.kept(&raw, &lines, &before);
                     (survey, Some((chunk, promised)))
                 }
             };

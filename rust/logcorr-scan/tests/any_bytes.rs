@@ -317,3 +317,42 @@ proptest! {
         prop_assert!(common::hosts_alone(&common::texts(&set.files, common::WHOLE), &[&parts]));
     }
 }
+
+/// Pass 2 takes from pass 1 every chunk it parsed and kept (a line is parsed once), and gives
+/// the same attribution as parsing them again.
+#[test]
+fn pass_2_takes_the_chunks_pass_1_parsed() {
+    let lines = Mix { hosts_alone: true }.real();
+    let contents: Vec<Vec<u8>> = (0..3)
+        .map(|i| {
+            lines
+                .iter()
+                .cycle()
+                .skip(i)
+                .take(lines.len() * 4)
+                .flat_map(|line| line.iter().copied().chain([b'\n']))
+                .collect()
+        })
+        .collect();
+    let set = common::Set::write(&contents);
+    let kept = logcorr_scan::pipeline::Plan {
+        chunk_bytes: 600,
+        max_rows: 7,
+        threads: 2,
+        keep_parsed: usize::MAX / 2,
+    };
+    let again = logcorr_scan::pipeline::Plan {
+        keep_parsed: 0,
+        ..kept
+    };
+    let surveyed = common::survey(&set.files, kept).expect("pass 1");
+    let (rows, (chunks, taken)) =
+        common::attribute_counted(&set.files, kept, surveyed).expect("pass 2");
+    assert!(chunks > 10, "{chunks} chunks kept");
+    assert_eq!(taken, chunks);
+    let surveyed = common::survey(&set.files, again).expect("pass 1");
+    let (parsed, (none, _)) =
+        common::attribute_counted(&set.files, again, surveyed).expect("pass 2");
+    assert_eq!(none, 0);
+    assert_eq!(rows, parsed);
+}

@@ -144,6 +144,15 @@ pub fn attribute(
     plan: Plan,
     surveyed: Surveyed,
 ) -> Result<Vec<String>, String> {
+    attribute_counted(files, plan, surveyed).map(|(rows, _)| rows)
+}
+
+/// `attribute`, with how many chunks pass 1 kept for pass 2 and how many pass 2 took.
+pub fn attribute_counted(
+    files: &[FileSpec],
+    plan: Plan,
+    surveyed: Surveyed,
+) -> Result<(Vec<String>, (usize, usize)), String> {
     // (even files: several processes write them; odd ones: one process each)
     let whole = Whole {
         shared: files
@@ -218,6 +227,8 @@ pub fn attribute(
                 .collect::<Vec<_>>()
         },
     );
+    let kept = surveyed.kept.clone();
+    let (_, kept_chunks) = kept.held();
     let mut pass = AttributeRun::start(
         files.to_vec(),
         runs(&surveyed.spans),
@@ -251,6 +262,14 @@ pub fn attribute(
     rows.sort_unstable();
     let mut events: Vec<String> = events.iter().map(|e| format!("{e:?}")).collect();
     events.sort_unstable();
+    // (pass 2 looked up every chunk pass 1 kept; one it read otherwise was parsed again)
+    let (left, _) = kept.held();
+    if left != 0 || kept.taken() > kept_chunks {
+        return Err(format!(
+            "pass 2 left {left} bytes of the {kept_chunks} chunks pass 1 kept, took {}",
+            kept.taken()
+        ));
+    }
     let tally = pass.tally();
     let mut why: Vec<_> = tally.why.iter().collect();
     why.sort_unstable();
@@ -270,7 +289,7 @@ pub fn attribute(
     rows.push(format!(
         "people {people:?} last {last:?} file_procs {file_procs:?}"
     ));
-    Ok(rows)
+    Ok((rows, (kept_chunks, kept.taken())))
 }
 
 /// The lines of a file as read: LF ends a line, one CR before it goes, the last line keeps a
