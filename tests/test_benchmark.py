@@ -55,3 +55,42 @@ def test_shapes_benchmark_measures_every_shape_within_its_bound(tmp_path: Path) 
     assert shapes == {"empty", "one-byte", "files", "long", "long-gzip", "mix"}, done.stdout
     empty = next(row for row in rows if row[0].strip() == "empty")
     assert int(empty[3].strip().replace(",", "")) == 50_000, done.stdout
+
+
+def test_instruction_counts_name_each_thread_and_count_lines(tmp_path: Path) -> None:
+    """benchmarks/instructions.py reads callgrind's per-thread profiles: a thread is named by
+    the core's function it ran, its count is the profile's total, and the lines are counted
+    as physical lines (gzip decoded, a last line without a newline counted)."""
+    import gzip
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "instructions", Path(__file__).resolve().parent.parent / "benchmarks" / "instructions.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+
+    def profile(name: str, functions: list[str], total: int) -> Path:
+        path = tmp_path / name
+        body = "".join(f"fn=({i}) {f}\n0 1\n" for i, f in enumerate(functions, 1))
+        path.write_text(f"version: 1\ncmd: python\n{body}totals: {total}\n")
+        return path
+
+    attribute = profile("a", ["logcorr_scan::attribute::Attributor::attribute",
+                              "logcorr_scan::scan::ChunkReader::next_chunk"], 900)
+    survey = profile("b", ["<logcorr_scan::survey::Survey as logcorr_scan::parse::Sink>::push"],
+                     500)
+    reader = profile("c", ["logcorr_scan::scan::ChunkReader::next_chunk"], 40)
+    polars = profile("d", ["polars_core::frame::DataFrame::new"], 7)
+    assert module.thread_of(attribute, main=False) == "pass 2"
+    assert module.thread_of(survey, main=False) == "pass 1"
+    assert module.thread_of(reader, main=False) == "read"
+    assert module.thread_of(polars, main=False) == "other"
+    assert module.thread_of(polars, main=True) == "main"
+    assert module.totals(attribute) == 900
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "a.log").write_bytes(b"one\ntwo\nthree")
+    with gzip.open(logs / "b.log.gz", "wb") as packed:
+        packed.write(b"x\n" * 5)
+    assert module.lines_of(logs) == 8
