@@ -77,8 +77,10 @@ def test_instruction_counts_name_each_thread_and_count_lines(tmp_path: Path) -> 
         return path
 
     attribute = profile("a", ["logcorr_scan::attribute::Attributor::attribute",
+                              "logcorr_scan::parse::parse_into",
                               "logcorr_scan::scan::ChunkReader::next_chunk"], 900)
-    survey = profile("b", ["<logcorr_scan::survey::Survey as logcorr_scan::parse::Sink>::push"],
+    survey = profile("b", ["logcorr_scan::parse::parse_into",
+                           "<logcorr_scan::survey::Survey as logcorr_scan::parse::Sink>::push"],
                      500)
     reader = profile("c", ["logcorr_scan::scan::ChunkReader::next_chunk"], 40)
     polars = profile("d", ["polars_core::frame::DataFrame::new"], 7)
