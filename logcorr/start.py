@@ -8,13 +8,17 @@ under way (`Started`)."""
 
 from __future__ import annotations
 
+import atexit
 import os
+import secrets
+import shutil
+import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from logcorr import _core
+from logcorr import _core, cleanup
 from logcorr.config import LaunchConfig, load_config
 from logcorr.errors import InputError
 from logcorr.ingest import MAX_ROWS, Skipped, Source, discover
@@ -23,9 +27,10 @@ from logcorr.topology import Topology, build_topology
 # Bytes of lines in a chunk (and at most `ingest.MAX_ROWS` lines): each chunk costs Python a
 # few sorts and stores besides its lines, and each of the core's workers holds one or two.
 CHUNK_BYTES = 12 << 20
-# Bytes of pass 1's parse kept for pass 2 (40 to 60 a line): the chunks within them are parsed
-# once, the rest again in pass 2 (the same columns either way).
-KEEP_PARSED = 192 << 20
+# Bytes of pass 1's parse (30 to 50 a line) kept in memory for pass 2, which takes each
+# chunk's parse from there instead of parsing it again (the same columns either way); the
+# rest is written to a folder under $TMPDIR and read back. 0: every chunk parsed again.
+KEEP_PARSED = 64 << 20
 
 Given = tuple[Topology, str]  # --config's topology, and where it came from
 
@@ -62,9 +67,20 @@ def start_reading(paths: Sequence[str | Path], given: Given | None, chunk_bytes:
     sources, warnings = discover(paths, skipped)
     total = sum(_size(s) for s in sources)
     chunk = chunk_bytes if chunk_bytes is not None else CHUNK_BYTES
+    # (the parse past KEEP_PARSED goes to a private folder under $TMPDIR, removed as the
+    # spill folder is: at the end, or when the run is ended from outside)
+    folder = os.path.join(tempfile.gettempdir(), f"logcorr-parsed-{secrets.token_hex(8)}")
+    cleanup.register(folder)
     logs = _core.LogSet([(s.file_id, os.fsencode(s.path), s.display) for s in sources],
-                        max(1, chunk), MAX_ROWS, threads or thread_count(), KEEP_PARSED)
+                        max(1, chunk), MAX_ROWS, threads or thread_count(), KEEP_PARSED,
+                        folder if KEEP_PARSED else None)
+    atexit.register(_remove_folder, folder)  # (the core removes it when the set is dropped)
     return Started(given, sources, warnings, skipped, total, logs)
+
+
+def _remove_folder(path: str) -> None:
+    shutil.rmtree(path, ignore_errors=True)
+    cleanup.unregister(path)
 
 
 def thread_count() -> int:

@@ -10,7 +10,8 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from logcorr import api, start, stream
+from logcorr import api, stream
+from logcorr import start as reading
 from logcorr.api import Analysis, analyze
 
 ROOT = Path(__file__).resolve().parent.parent / "fixtures" / "analyze"
@@ -23,8 +24,8 @@ def document(analysis: Analysis) -> str:
 
 @pytest.mark.parametrize("path", SCENARIOS, ids=lambda p: p.name)
 @pytest.mark.parametrize(("chunk_bytes", "budget", "threads", "keep_parsed"),
-                         [(1, None, 1, start.KEEP_PARSED), (700, 0, 1, start.KEEP_PARSED),
-                          (700, 0, 2, start.KEEP_PARSED), (2000, 3000, 2, 3000)])
+                         [(1, None, 1, reading.KEEP_PARSED), (700, 0, 1, reading.KEEP_PARSED),
+                          (700, 0, 2, reading.KEEP_PARSED), (2000, 3000, 2, 3000)])
 def test_chunk_size_changes_nothing(path: Path, chunk_bytes: int, budget: int | None,
                                     threads: int, keep_parsed: int,
                                     monkeypatch: pytest.MonkeyPatch) -> None:
@@ -32,9 +33,9 @@ def test_chunk_size_changes_nothing(path: Path, chunk_bytes: int, budget: int | 
     each, on one of the core's workers or two, with pass 1's parse kept for pass 2 (all of
     it, or the chunks within 3,000 bytes), give the same answers as one chunk on one, parsed
     again in pass 2."""
-    monkeypatch.setattr(start, "KEEP_PARSED", 0)
+    monkeypatch.setattr(reading, "KEEP_PARSED", 0)
     whole = analyze([path / "logs"], config=path / "args.json", threads=1)
-    monkeypatch.setattr(start, "KEEP_PARSED", keep_parsed)
+    monkeypatch.setattr(reading, "KEEP_PARSED", keep_parsed)
     chunked = analyze([path / "logs"], config=path / "args.json", chunk_bytes=chunk_bytes,
                       memory_budget=budget, threads=threads)
     spilled = {p.path is not None for r in chunked.runs for p in r.pieces}

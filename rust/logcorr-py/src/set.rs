@@ -81,15 +81,17 @@ fn role(name: Option<String>) -> PyResult<Option<Role>> {
 #[pymethods]
 impl LogSet {
     /// `threads`: workers that parse or attribute at once; `keep_parsed`: bytes of pass 1's
-    /// parse kept for pass 2 (the chunks past them are parsed again).
+    /// parse kept in memory for pass 2, the rest written to files in `kept_folder` (created
+    /// when needed, removed when the set is done with it) when given, else parsed again.
     #[new]
-    #[pyo3(signature = (files, chunk_bytes, max_rows, threads=1, keep_parsed=0))]
+    #[pyo3(signature = (files, chunk_bytes, max_rows, threads=1, keep_parsed=0, kept_folder=None))]
     fn new(
         files: Vec<(u32, Bound<'_, PyBytes>, String)>,
         chunk_bytes: usize,
         max_rows: usize,
         threads: usize,
         keep_parsed: usize,
+        kept_folder: Option<PathBuf>,
     ) -> LogSet {
         let files: Vec<FileSpec> = files
             .into_iter()
@@ -105,7 +107,7 @@ impl LogSet {
             threads: threads.max(1),
             keep_parsed,
         };
-        let survey = Some(SurveyRun::start(files.clone(), plan));
+        let survey = Some(SurveyRun::start_keeping(files.clone(), plan, kept_folder));
         LogSet {
             files,
             plan,

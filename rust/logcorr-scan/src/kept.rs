@@ -11,6 +11,7 @@
 //! would have parsed; a chunk not kept (past the budget, or read otherwise) is parsed again.
 
 use std::borrow::Cow;
+use std::path::PathBuf;
 use std::sync::Mutex;
 
 use rustc_hash::FxHashMap;
@@ -44,17 +45,57 @@ pub struct KeptChunk {
     parts: Vec<u8>,
     /// each part's key row (pass 1's numbering once the chunk's survey is merged)
     pub ids: Vec<KeyId>,
+    /// the file the parts and key rows were written to, past the budget (then both are empty
+    /// here), with the number of key rows
+    stored: Option<(PathBuf, usize)>,
 }
 
 impl KeptChunk {
     fn size(&self) -> usize {
         self.parts.capacity() + self.ids.capacity() * std::mem::size_of::<KeyId>() + 64
     }
+
+    /// Write the parts and key rows to `path` (their memory freed); false when that fails.
+    fn store(&mut self, path: PathBuf) -> bool {
+        let mut bytes = Vec::with_capacity(self.ids.len() * 4 + self.parts.len());
+        for id in &self.ids {
+            bytes.extend_from_slice(&id.to_le_bytes());
+        }
+        bytes.extend_from_slice(&self.parts);
+        if std::fs::write(&path, &bytes).is_err() {
+            let _ = std::fs::remove_file(&path);
+            return false;
+        }
+        self.stored = Some((path, self.ids.len()));
+        self.parts = Vec::new();
+        self.ids = Vec::new();
+        true
+    }
+
+    /// The parts and key rows (read back and their file removed, when stored).
+    fn load(self) -> Option<(Vec<u8>, Vec<KeyId>)> {
+        let Some((path, ids)) = self.stored else {
+            return Some((self.parts, self.ids));
+        };
+        let bytes = std::fs::read(&path);
+        let _ = std::fs::remove_file(&path);
+        let bytes = bytes.ok()?;
+        let (head, parts) = bytes.split_at_checked(ids * 4)?;
+        let ids = head
+            .chunks_exact(4)
+            .map(|b| KeyId::from_le_bytes([b[0], b[1], b[2], b[3]]))
+            .collect();
+        Some((parts.to_vec(), ids))
+    }
 }
 
-/// The kept chunks, by their first file and line, within `budget` bytes.
+/// The kept chunks, by their first file and line: `budget` bytes of them in memory, the rest
+/// in files in `folder` (when given; else not kept).
 pub struct Kept {
     budget: usize,
+    folder: Option<PathBuf>,
+    /// files written so far (their names' numbers)
+    stored: std::sync::atomic::AtomicUsize,
     state: Mutex<State>,
     /// chunks pass 2 took from here
     taken: std::sync::atomic::AtomicUsize,
@@ -68,13 +109,15 @@ struct State {
     chunks: FxHashMap<(u32, u32), KeptChunk>,
 }
 
-/// About how many bytes a part takes encoded (the 2M benchmark set's lines take 40 to 50).
-pub const BYTES_PER_PART: usize = 64;
+/// About how many bytes a part takes encoded (the benchmark sets' lines take 30 to 40).
+pub const BYTES_PER_PART: usize = 48;
 
 impl Kept {
-    pub fn new(budget: usize) -> Kept {
+    pub fn new(budget: usize, folder: Option<PathBuf>) -> Kept {
         Kept {
             budget,
+            folder,
+            stored: std::sync::atomic::AtomicUsize::new(0),
             state: Mutex::new(State::default()),
             taken: std::sync::atomic::AtomicUsize::new(0),
         }
@@ -82,32 +125,51 @@ impl Kept {
 
     /// Room set aside for a chunk of `parts` parts, when the budget has it (until `keep`).
     pub fn room_for(&self, parts: usize) -> Option<usize> {
-        if self.budget == 0 {
+        if self.budget == 0 && self.folder.is_none() {
             return None;
         }
         let size = parts * BYTES_PER_PART;
         let mut state = self.state.lock().ok()?;
-        if state.held + state.promised + size > self.budget {
+        if self.folder.is_none() && state.held + state.promised + size > self.budget {
             return None;
         }
         state.promised += size;
         Some(size)
     }
 
+    /// Give back the room `room_for` set aside for a chunk not kept after all.
+    pub fn forgo(&self, promised: usize) {
+        if let Ok(mut state) = self.state.lock() {
+            state.promised = state.promised.saturating_sub(promised);
+        }
+    }
+
     /// Keep `chunk` (`promised`: the room `room_for` set aside for it), when it fits.
-    pub fn keep(&self, chunk: KeptChunk, promised: usize) {
+    pub fn keep(&self, mut chunk: KeptChunk, promised: usize) {
         let Ok(mut state) = self.state.lock() else {
             return;
         };
         state.promised = state.promised.saturating_sub(promised);
-        let size = chunk.size();
-        if state.held + size > self.budget {
-            return;
+        if state.held + chunk.size() > self.budget {
+            // (past the budget: written to a file of its own, or not kept)
+            let Some(folder) = &self.folder else {
+                return;
+            };
+            let number = self
+                .stored
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let made = std::fs::create_dir_all(folder).is_ok();
+            if !made || !chunk.store(folder.join(format!("parts-{number:06}"))) {
+                return;
+            }
         }
         let first = chunk.shape.first().map_or((u32::MAX, 0), |b| (b.0, b.1));
-        state.held += size;
+        state.held += chunk.size();
         if let Some(old) = state.chunks.insert(first, chunk) {
             state.held -= old.size();
+            if let Some((path, _)) = &old.stored {
+                let _ = std::fs::remove_file(path);
+            }
         }
     }
 
@@ -126,17 +188,17 @@ impl Kept {
             state.held -= chunk.size();
             chunk
         };
-        if chunk.shape != shape(raw) {
-            return None;
-        }
+        let same = chunk.shape == shape(raw);
         let lines = raw.lines();
-        if chunk.context != context_read(&lines, before) {
+        let same = same && chunk.context == context_read(&lines, before);
+        let (parts, ids) = chunk.load()?;
+        if !same {
             return None;
         }
-        let columns = decode_parts(&chunk.parts, &lines, chunk.ids.len())?;
+        let columns = decode_parts(&parts, &lines, ids.len())?;
         self.taken
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        Some((columns, chunk.ids))
+        Some((columns, ids))
     }
 
     /// Bytes held, and how many chunks were kept.
@@ -152,95 +214,125 @@ impl Kept {
     }
 }
 
+impl Drop for Kept {
+    fn drop(&mut self) {
+        // (the files of chunks pass 2 did not take, and the folder)
+        if let Some(folder) = &self.folder {
+            let _ = std::fs::remove_dir_all(folder);
+        }
+    }
+}
+
 /// The parts of `bytes` pushed into columns as parsing pushes them (`lines`: the chunk's,
-/// whose texts the parts that are whole lines take); None when they are not `parts` parts
-/// that decode.
+/// which the parts stand in); None when they are not `parts` parts that decode.
 fn decode_parts(bytes: &[u8], lines: &[Line<'_>], parts: usize) -> Option<Columns> {
     let mut columns = Columns::default();
     columns.reserve(parts);
     let mut reader = Reader { bytes, at: 0 };
-    let mut at_line = 0;
+    let mut index = 0;
     while reader.at < bytes.len() {
-        let (file_id, line, at, mut fields) = reader.part()?;
-        if let Some(at) = at {
-            // (parts come in their lines' order)
-            while lines
-                .get(at_line)
-                .is_some_and(|l| (l.file_id, l.line) != (file_id, line))
-            {
-                at_line += 1;
-            }
-            let whole = lines.get(at_line)?;
-            if whole.at != at {
-                return None;
-            }
-            fields.text = Cow::Borrowed(whole.text);
+        let (step, whole, mut fields) = reader.part()?;
+        index += step;
+        let line = lines.get(index)?;
+        let at = whole.then_some(line.at);
+        if whole {
+            fields.text = Cow::Borrowed(line.text);
         }
-        columns.push(file_id, line, &fields, at);
+        columns.push(line.file_id, line.line, &fields, at);
     }
     (columns.len() == parts).then_some(columns)
 }
 
-/// Pass 1's sink when a chunk's parse is kept: each part surveyed and encoded, with its key
-/// row's number.
-#[derive(Default)]
-pub struct Tee {
+/// Pass 1's sink when a chunk's parse is kept: each part surveyed and encoded (`lines`: the
+/// chunk's, which the parts stand in), with its key row's number.
+pub struct Tee<'l> {
     pub survey: Survey,
-    pub parts: Vec<u8>,
-    pub ids: Vec<KeyId>,
+    lines: &'l [Line<'l>],
+    /// the line of the last part
+    index: usize,
+    parts: Vec<u8>,
+    ids: Vec<KeyId>,
+    /// a part that stood in none of the lines, or not as a line is given (not kept then)
+    astray: bool,
 }
 
-impl Tee {
-    /// The survey, and the chunk kept (`lines`: its lines, read with context `before`).
+impl<'l> Tee<'l> {
+    pub fn new(lines: &'l [Line<'l>]) -> Tee<'l> {
+        Tee {
+            survey: Survey::default(),
+            lines,
+            index: 0,
+            parts: Vec::with_capacity(lines.len() * BYTES_PER_PART),
+            ids: Vec::with_capacity(lines.len()),
+            astray: false,
+        }
+    }
+
+    /// The survey, and the chunk kept (read with context `before`) unless a part went astray.
     pub fn kept(
         self,
         raw: &RawChunk,
-        lines: &[Line<'_>],
         before: &[crate::parse::Said],
-    ) -> (Survey, KeptChunk) {
-        let chunk = KeptChunk {
+    ) -> (Survey, Option<KeptChunk>) {
+        let chunk = (!self.astray).then(|| KeptChunk {
             shape: shape(raw),
-            context: context_read(lines, before),
+            context: context_read(self.lines, before),
             parts: self.parts,
             ids: self.ids,
-        };
+            stored: None,
+        });
         (self.survey, chunk)
     }
 }
 
-impl Sink for Tee {
+impl Sink for Tee<'_> {
     fn push(&mut self, file_id: u32, line: u32, f: &Fields<'_>, at: Option<(u32, u32)>) {
         let id = self.survey.add(file_id, line, f);
-        self.ids.push(id);
-        encode_part(&mut self.parts, file_id, line, at, f);
+        if self.astray {
+            return;
+        }
+        // (parts come in their lines' order; a line's own place, when the part is the line)
+        let from = self.index;
+        while self
+            .lines
+            .get(self.index)
+            .is_some_and(|l| (l.file_id, l.line) != (file_id, line))
+        {
+            self.index += 1;
+        }
+        match self.lines.get(self.index) {
+            Some(l) if at.is_none_or(|at| at == l.at) => {
+                self.ids.push(id);
+                encode_part(&mut self.parts, self.index - from, at.is_some(), f);
+            }
+            _ => self.astray = true,
+        }
     }
 }
 
-/// Append a part: file, line, where the line stands when the part is the whole line, then its
-/// fields: part, source, flags, a mask of the optional fields present and their values, in
-/// the order of `Reader::part` (the text only when the part is not the whole line).
-pub fn encode_part(out: &mut Vec<u8>, file_id: u32, line: u32, at: Option<(u32, u32)>, f: &Fields) {
-    out.extend_from_slice(&file_id.to_le_bytes());
-    out.extend_from_slice(&line.to_le_bytes());
-    match at {
-        Some((block, offset)) => {
-            out.push(1);
-            out.extend_from_slice(&block.to_le_bytes());
-            out.extend_from_slice(&offset.to_le_bytes());
+/// Append a part: how many lines on from the last part's it stands, its part number, family
+/// and flags (the two of `Fields` and whether it is its whole line), a mask of the optional
+/// fields present and their values, in the order of `Reader::part` (the text only when the
+/// part is not the whole line).
+pub fn encode_part(out: &mut Vec<u8>, step: usize, whole: bool, f: &Fields) {
+    match u8::try_from(step) {
+        Ok(step) if step < u8::MAX => out.push(step),
+        _ => {
+            out.push(u8::MAX);
+            out.extend_from_slice(&(step as u64).to_le_bytes());
         }
-        None => out.push(0),
     }
     out.extend_from_slice(&f.part.to_le_bytes());
     out.push(source_code(f.source));
-    out.push(u8::from(f.main) | (u8::from(f.exc) << 1));
+    out.push(u8::from(f.main) | (u8::from(f.exc) << 1) | (u8::from(whole) << 2));
     let mask_at = out.len();
-    out.extend_from_slice(&[0; 8]);
+    out.extend_from_slice(&[0; MASK_BYTES]);
     let mut w = Writer {
         out,
         mask: 0,
         bit: 0,
     };
-    w.str(if at.is_some() { None } else { Some(&f.text) });
+    w.str(if whole { None } else { Some(&f.text) });
     w.str(f.msg.as_deref());
     w.byte(f.role.map(role_code));
     w.flag(f.starts_record);
@@ -276,9 +368,12 @@ pub fn encode_part(out: &mut Vec<u8>, file_id: u32, line: u32, at: Option<(u32, 
     w.str(f.proctitle.as_deref());
     w.flag(f.server_args);
     w.flag(f.capped);
-    let mask = w.mask;
-    out[mask_at..mask_at + 8].copy_from_slice(&mask.to_le_bytes());
+    let mask = w.mask.to_le_bytes();
+    out[mask_at..mask_at + MASK_BYTES].copy_from_slice(&mask[..MASK_BYTES]);
 }
+
+/// Bytes of a part's mask: a bit for each of its 40 optional fields.
+const MASK_BYTES: usize = 5;
 
 /// Writes a part's optional fields: a bit each in the mask, the value when present.
 struct Writer<'o> {
@@ -344,18 +439,19 @@ impl<'b> Reader<'b> {
         self.take::<4>().map(u32::from_le_bytes)
     }
 
-    #[allow(clippy::type_complexity)]
-    fn part(&mut self) -> Option<(u32, u32, Option<(u32, u32)>, Fields<'b>)> {
-        let file_id = self.u32()?;
-        let line = self.u32()?;
-        let at = match self.take::<1>()?[0] {
-            0 => None,
-            _ => Some((self.u32()?, self.u32()?)),
+    /// A part: how many lines on it stands, whether it is its whole line (its text left to
+    /// the line), its fields.
+    fn part(&mut self) -> Option<(usize, bool, Fields<'b>)> {
+        let step = match self.take::<1>()?[0] {
+            u8::MAX => usize::try_from(u64::from_le_bytes(self.take::<8>()?)).ok()?,
+            step => usize::from(step),
         };
         let part = u16::from_le_bytes(self.take::<2>()?);
         let source = *Source::ALL.get(usize::from(self.take::<1>()?[0]))?;
         let flags = self.take::<1>()?[0];
-        let mask = u64::from_le_bytes(self.take::<8>()?);
+        let mut mask = [0; 8];
+        mask[..MASK_BYTES].copy_from_slice(&self.take::<MASK_BYTES>()?);
+        let mask = u64::from_le_bytes(mask);
         let mut r = Fields_ {
             reader: self,
             mask,
@@ -410,7 +506,7 @@ impl<'b> Reader<'b> {
         f.proctitle = r.str()?;
         f.server_args = r.flag()?;
         f.capped = r.flag()?;
-        Some((file_id, line, at, f))
+        Some((step, flags & 4 != 0, f))
     }
 }
 
@@ -529,24 +625,24 @@ mod tests {
         }
     }
 
-    fn round_trip(fields: &Fields<'_>, at: Option<(u32, u32)>) {
+    fn round_trip(fields: &Fields<'_>, step: usize, whole: bool) {
         let mut bytes = Vec::new();
-        encode_part(&mut bytes, 4, 77, at, fields);
-        encode_part(&mut bytes, 4, 78, None, &Fields::default());
+        encode_part(&mut bytes, step, whole, fields);
+        encode_part(&mut bytes, 1, false, &Fields::default());
         let mut reader = Reader {
             bytes: &bytes,
             at: 0,
         };
-        let (file_id, line, read_at, decoded) = reader.part().expect("a part");
-        assert_eq!((file_id, line, read_at), (4, 77, at));
-        let (_, line, _, empty) = reader.part().expect("a second part");
-        assert_eq!(line, 78);
+        let (read_step, read_whole, decoded) = reader.part().expect("a part");
+        assert_eq!((read_step, read_whole), (step, whole));
+        let (next, _, empty) = reader.part().expect("a second part");
+        assert_eq!(next, 1);
         assert_eq!(format!("{empty:?}"), format!("{:?}", Fields::default()));
         assert_eq!(reader.at, bytes.len());
         let owned = format!("{decoded:?}");
         // (the decoded fields borrow `bytes`: compared written out)
         let mut expected = fields.clone();
-        if at.is_some() {
+        if whole {
             expected.text = Cow::Borrowed("");
         }
         assert_eq!(owned, format!("{expected:?}"));
@@ -554,23 +650,25 @@ mod tests {
 
     #[test]
     fn a_part_reads_back_as_written() {
-        round_trip(&every_field("[rank3]:[E1129 10:00:00] glued"), None);
+        round_trip(&every_field("[rank3]:[E1129 10:00:00] glued"), 0, false);
         // (a part that is its whole line leaves its text to the line)
-        round_trip(&every_field("a whole line"), Some((2, 4096)));
-        round_trip(&Fields::default(), None);
+        round_trip(&every_field("a whole line"), 1, true);
+        round_trip(&Fields::default(), 254, false);
+        round_trip(&Fields::default(), 255, true);
+        round_trip(&Fields::default(), 70_000, false);
         let mut some = Fields {
             host: Some(Cow::Borrowed("h")),
             ts: Some(5),
             ..Fields::default()
         };
         some.prefix[6] = Some(1);
-        round_trip(&some, Some((0, 0)));
+        round_trip(&some, 3, true);
     }
 
     #[test]
     fn cut_or_damaged_parts_are_refused_not_misread() {
         let mut bytes = Vec::new();
-        encode_part(&mut bytes, 1, 2, None, &every_field("text"));
+        encode_part(&mut bytes, 2, false, &every_field("text"));
         for end in 0..bytes.len() {
             let mut reader = Reader {
                 bytes: &bytes[..end],
@@ -579,7 +677,7 @@ mod tests {
             assert!(reader.part().is_none(), "cut at {end}");
         }
         let mut bad = bytes.clone();
-        bad[11] = 200; // (the source, after file, line, place and part: no such family)
+        bad[3] = 200; // (the source, after the step and the part number: no such family)
         assert!(Reader { bytes: &bad, at: 0 }.part().is_none());
     }
 }

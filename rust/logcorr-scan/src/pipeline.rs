@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 
 use crate::attribute::{Ahead, Attributed, Attributor, Whole};
 use crate::gather::{Event, Gather, Tally};
-use crate::kept::{Kept, KeptChunk, Tee, BYTES_PER_PART};
+use crate::kept::{Kept, KeptChunk, Tee};
 use crate::keys::Keys;
 use crate::model::Columns;
 use crate::parse::{parse_into, Said, Scratch};
@@ -38,7 +38,8 @@ pub struct Plan {
     pub max_rows: usize,
     /// Workers that parse (pass 1) or attribute (pass 2) at once (at least one).
     pub threads: usize,
-    /// Bytes of pass 1's parse kept for pass 2 (`kept`): the chunks past them are parsed
+    /// Bytes of pass 1's parse kept in memory for pass 2 (`kept`); the chunks past them are
+    /// written to files in a folder when `SurveyRun::start_keeping` is given one, else parsed
     /// again.
     pub keep_parsed: usize,
 }
@@ -144,6 +145,17 @@ type Work = (usize, RawChunk, Vec<Said>);
 
 impl SurveyRun {
     pub fn start(files: Vec<FileSpec>, plan: Plan) -> SurveyRun {
+        SurveyRun::start_keeping(files, plan, None)
+    }
+
+    /// `start`, with the chunks' parse past `plan.keep_parsed` bytes kept in files in `folder`
+    /// (created when first needed; removed with what is left in it once the pass and the
+    /// next are done with it).
+    pub fn start_keeping(
+        files: Vec<FileSpec>,
+        plan: Plan,
+        folder: Option<std::path::PathBuf>,
+    ) -> SurveyRun {
         let threads = plan.threads.max(1);
         let cancel = Arc::new(AtomicBool::new(false));
         let warnings = Arc::new(Mutex::new(Vec::new()));
@@ -154,7 +166,7 @@ impl SurveyRun {
         let mut handles = Vec::new();
         // (the workers give the reader back the buffers of the chunks they surveyed)
         let spare = Arc::new(Spare::default());
-        let kept = Arc::new(Kept::new(plan.keep_parsed));
+        let kept = Arc::new(Kept::new(plan.keep_parsed, folder));
         {
             let (cancel, warnings, files) = (cancel.clone(), warnings.clone(), files.clone());
             let failed = done_tx.clone();
@@ -355,12 +367,13 @@ fn survey_chunks(
                     (survey, None)
                 }
                 Some(promised) => {
-                    let mut tee = Tee::default();
-                    tee.parts.reserve(lines.len() * BYTES_PER_PART);
-                    tee.ids.reserve(lines.len());
+                    let mut tee = Tee::new(&lines);
                     parse_into(&lines, &before, &mut tee, &mut scratch);
-                    let (survey, chunk) = tee.kept(&raw, &lines, &before);
-                    (survey, Some((chunk, promised)))
+                    let (survey, chunk) = tee.kept(&raw, &before);
+                    if chunk.is_none() {
+                        kept.forgo(promised);
+                    }
+                    (survey, chunk.map(|chunk| (chunk, promised)))
                 }
             };
             let span = (

@@ -355,4 +355,18 @@ fn pass_2_takes_the_chunks_pass_1_parsed() {
         common::attribute_counted(&set.files, again, surveyed).expect("pass 2");
     assert_eq!(none, 0);
     assert_eq!(rows, parsed);
+    // (past a budget of 2,000 bytes, the chunks are kept in files, read back and removed)
+    let folder = set.beside("kept");
+    let stored = logcorr_scan::pipeline::Plan {
+        keep_parsed: 2000,
+        ..kept
+    };
+    let surveyed =
+        common::survey_keeping(&set.files, stored, Some(folder.clone())).expect("pass 1");
+    assert!(std::fs::read_dir(&folder).expect("files kept").count() > 5);
+    let (from_files, (chunks, taken)) =
+        common::attribute_counted(&set.files, stored, surveyed).expect("pass 2");
+    assert_eq!(taken, chunks);
+    assert_eq!(from_files, parsed);
+    assert!(!folder.exists(), "the folder is removed with the set");
 }

@@ -30,6 +30,11 @@ pub struct Set {
 }
 
 impl Set {
+    /// A folder of its own beside the files (not made yet).
+    pub fn beside(&self, name: &str) -> PathBuf {
+        self.folder.join(name)
+    }
+
     pub fn write(contents: &[Vec<u8>]) -> Set {
         let folder = std::env::temp_dir().join(format!(
             "logcorr-any-bytes-{}-{}",
@@ -88,7 +93,16 @@ pub struct Surveyed {
 }
 
 pub fn survey(files: &[FileSpec], plan: Plan) -> Result<Surveyed, String> {
-    let mut pass = SurveyRun::start(files.to_vec(), plan);
+    survey_keeping(files, plan, None)
+}
+
+/// `survey`, with the parse past `plan.keep_parsed` bytes kept in files in `folder`.
+pub fn survey_keeping(
+    files: &[FileSpec],
+    plan: Plan,
+    folder: Option<PathBuf>,
+) -> Result<Surveyed, String> {
+    let mut pass = SurveyRun::start_keeping(files.to_vec(), plan, folder);
     while pass.step()?.is_some() {}
     let s = &pass.survey;
     let keys: Vec<String> = (0..s.keys.len())
