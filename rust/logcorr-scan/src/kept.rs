@@ -452,7 +452,7 @@ impl<'b> Reader<'b> {
         let mut mask = [0; 8];
         mask[..MASK_BYTES].copy_from_slice(&self.take::<MASK_BYTES>()?);
         let mask = u64::from_le_bytes(mask);
-        let mut r = Fields_ {
+        let mut r = Optional {
             reader: self,
             mask,
             bit: 0,
@@ -512,14 +512,13 @@ impl<'b> Reader<'b> {
 
 /// Reads a part's optional fields (a field absent from the mask is None). Each read is
 /// Some(value or None), None when the bytes end too soon or a text is not UTF-8.
-#[allow(non_camel_case_types)]
-struct Fields_<'r, 'b> {
+struct Optional<'r, 'b> {
     reader: &'r mut Reader<'b>,
     mask: u64,
     bit: u32,
 }
 
-impl<'b> Fields_<'_, 'b> {
+impl<'b> Optional<'_, 'b> {
     fn present(&mut self) -> bool {
         let present = self.mask & (1 << self.bit) != 0;
         self.bit += 1;
