@@ -72,11 +72,6 @@ Progress = Callable[[str, int, int], None]
 _T = TypeVar("_T")
 # Columns the runs keep beside the output contract (for `detail` and record lookups).
 DETAIL_COLUMNS = ("file_id", "proc", "record", "why")
-# Columns a chunk carries until its events and counts are taken.
-_CHUNK_COLUMNS = (*DETAIL_COLUMNS, "msg", "ts_full", "torch_rank", "pg_desc", "pg_rank", "seq", "op",
-                  "last_enqueued", "last_completed", "comm", "comm_id", "comm_rank",
-                  "comm_nranks", "nccl_phase", "starts_record",
-                  "ts_note", "capped")  # (counted: see Tally.notes)
 STAGES = ("reading", "parsing", "attributing", "diagnosing", "done")
 KEEP_ROWS = 1000  # rows of the timeline's head and tail kept for the terminal
 PENDING_ROWS = 1_000_000  # a file's untimed opening rows held back waiting for its first time

@@ -432,7 +432,8 @@ fn statics(values: &[Option<&'static str>]) -> ArrayRef {
 }
 
 /// A chunk's rows as the runs store them: the timeline contract (but `order`), the detail
-/// columns, what the diagnosis and the counts read, `_sk` and `_next`.
+/// columns, the message under a wrapper and `_sk` (`api._STORED`, in its order; what the
+/// diagnosis reads of every line comes as event rows and counts, `gather.rs`).
 pub fn attributed_batch(c: &mut Columns, a: &Attributed, whole: &Whole) -> RecordBatch {
     let len = c.len();
     let files = repeated(
@@ -470,7 +471,6 @@ pub fn attributed_batch(c: &mut Columns, a: &Attributed, whole: &Whole) -> Recor
         .iter()
         .map(|e| e.map(|e| EVIDENCE[e as usize]))
         .collect();
-    let ts_full: PrimitiveArray<TimestampMicrosecondType> = a.ts_full.iter().copied().collect();
     batch(vec![
         ("file", files),
         ("line", Arc::new(UInt32Array::from(c.line.clone()))),
@@ -511,24 +511,7 @@ pub fn attributed_batch(c: &mut Columns, a: &Attributed, whole: &Whole) -> Recor
         ("record", Arc::new(UInt32Array::from(a.record.clone()))),
         ("why", statics(&a.why)),
         ("msg", strings(&mut c.msg)),
-        ("ts_full", Arc::new(ts_full)),
-        ("torch_rank", i32s(&c.torch_rank)),
-        ("pg_desc", strings(&mut c.pg_desc)),
-        ("pg_rank", i32s(&c.pg_rank)),
-        ("seq", i64s(&c.seq)),
-        ("op", strings(&mut c.op)),
-        ("last_enqueued", i64s(&c.last_enqueued)),
-        ("last_completed", i64s(&c.last_completed)),
-        ("comm", strings(&mut c.comm)),
-        ("comm_id", strings(&mut c.comm_id)),
-        ("comm_rank", i32s(&c.comm_rank)),
-        ("comm_nranks", i32s(&c.comm_nranks)),
-        ("nccl_phase", strings(&mut c.nccl_phase)),
-        ("starts_record", bools(&c.starts_record)),
-        ("ts_note", statics(&a.ts_note)),
-        ("capped", bools(&c.capped)),
         ("_sk", i64s(&a.sk)),
-        ("_next", strings(&mut a.next.clone())),
     ])
 }
 
