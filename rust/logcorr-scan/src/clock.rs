@@ -229,6 +229,12 @@ pub fn iso_into(t: i64, out: &mut Vec<u8>) {
         out.push(sep);
         digits(out, value, 2);
     }
+    fraction_into(micros, out);
+}
+
+/// The fraction of a second `iso` writes after the seconds: `.mmm` for whole milliseconds,
+/// `.uuuuuu` else, nothing for none (`micros` in 0..1,000,000).
+pub fn fraction_into(micros: i64, out: &mut Vec<u8>) {
     if micros != 0 {
         out.push(b'.');
         if micros % 1000 == 0 {
