@@ -483,8 +483,15 @@ impl<'b> Reader<'b> {
             exc: flags & 2 != 0,
             ..Fields::default()
         };
+        // (most lines end here or after their prefix ranks: the rest stays None)
+        if r.rest_absent() {
+            return Some((step, flags & 4 != 0, f));
+        }
         for value in &mut f.prefix {
             *value = r.i32()?;
+        }
+        if r.rest_absent() {
+            return Some((step, flags & 4 != 0, f));
         }
         f.torch_rank = r.i32()?;
         f.pg_id = r.i32()?;
@@ -519,6 +526,11 @@ struct Optional<'r, 'b> {
 }
 
 impl<'b> Optional<'_, 'b> {
+    /// Whether no field from here on is present (each would read as None).
+    fn rest_absent(&self) -> bool {
+        self.mask.checked_shr(self.bit).unwrap_or(0) == 0
+    }
+
     fn present(&mut self) -> bool {
         let present = self.mask & (1 << self.bit) != 0;
         self.bit += 1;
@@ -662,6 +674,30 @@ mod tests {
         };
         some.prefix[6] = Some(1);
         round_trip(&some, 3, true);
+        // (parts whose last field is one of the first ones, the prefix ranks, or one after)
+        let nccl = Fields {
+            host: Some(Cow::Borrowed("gpu-node-3")),
+            pid: Some(2891),
+            tid: Some(3012),
+            device_id: Some(3),
+            ..Fields::default()
+        };
+        round_trip(&nccl, 1, true);
+        let mut sglang = Fields {
+            ts: Some(1_795_940_000_000_000),
+            ..Fields::default()
+        };
+        sglang.prefix[0] = Some(5);
+        sglang.prefix[1] = Some(10);
+        round_trip(&sglang, 1, true);
+        let mut torch = sglang.clone();
+        torch.torch_rank = Some(3);
+        round_trip(&torch, 1, true);
+        let last = Fields {
+            capped: Some(true),
+            ..Fields::default()
+        };
+        round_trip(&last, 1, false);
     }
 
     #[test]
