@@ -84,6 +84,24 @@ fn by_hand(b: &[u8], format: Format) -> Option<i64> {
         Format::Micros if rest.len() == 7 && rest[0] == b'.' => digits(&rest[1..])?,
         Format::IsoZ if rest == b"Z" => 0,
         Format::IsoZ if rest.last() == Some(&b'Z') => fraction(&rest[..rest.len() - 1])?,
+        Format::IsoOffset => {
+            // (`±HH:MM` after the fraction: the instant is the local time less the offset)
+            let (frac, zone) = rest.split_at_checked(rest.len().checked_sub(6)?)?;
+            let sign = match zone[0] {
+                b'+' => 1,
+                b'-' => -1,
+                _ => return None,
+            };
+            if zone[3] != b':' {
+                return None;
+            }
+            let (hours, minutes) = (digits(&zone[1..3])?, digits(&zone[4..6])?);
+            if hours > 23 || minutes > 59 {
+                return None;
+            }
+            let micros = if frac.is_empty() { 0 } else { fraction(frac)? };
+            micros - sign * (hours * 3600 + minutes * 60) * 1_000_000
+        }
         _ => return None,
     };
     let days = days_from_civil(year, month, day);
@@ -205,6 +223,39 @@ mod tests {
             parse("0000-01-01 00:00:00", Format::Seconds),
             Some(-62_167_219_200_000_000)
         );
+    }
+
+    /// chrono's reading of a zoned stamp (what `parse` did for every one before reading the
+    /// common layouts by hand).
+    fn chrono_zoned(text: &str) -> Option<i64> {
+        let zoned = DateTime::parse_from_str(text, Format::IsoOffset.text()).ok()?;
+        Some(zoned.naive_utc().and_utc().timestamp_micros())
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn zoned_stamps_read_by_hand_as_chrono_reads_them(
+            year in 1900i64..2200, month in 0i64..14, day in 0i64..33, hour in 0i64..26,
+            minute in 0i64..61, second in 0i64..61, digits in 0usize..11,
+            fraction in 0u64..10_000_000_000, sign in proptest::sample::select(vec!['+', '-', '*']),
+            zone_hours in 0i64..26, zone_minutes in 0i64..61, colon in proptest::bool::weighted(0.9),
+        ) {
+            let fraction = if digits == 0 {
+                String::new()
+            } else {
+                format!(".{:0>10}", fraction)[..=digits].to_string()
+            };
+            let local = format!("{year:04}-{month:02}-{day:02}T{hour:02}:{minute:02}:{second:02}{fraction}");
+            let colon = if colon { ":" } else { "" };
+            let zoned = format!("{local}{sign}{zone_hours:02}{colon}{zone_minutes:02}");
+            proptest::prop_assert_eq!(parse(&zoned, Format::IsoOffset), chrono_zoned(&zoned), "{}", zoned);
+            // (a `Z` stamp read as UTC is the instant `+00:00` names)
+            proptest::prop_assert_eq!(
+                parse(&format!("{local}Z"), Format::IsoZ),
+                chrono_zoned(&format!("{local}+00:00")),
+                "{}", local
+            );
+        }
     }
 
     #[test]

@@ -9,6 +9,7 @@
 //! wrapper's pieces name.
 
 use std::borrow::Cow;
+use std::sync::LazyLock;
 
 use crate::patterns as p;
 use crate::stamp::{self, Format};
@@ -97,50 +98,108 @@ pub fn peel(text: &str) -> Peeled<'_> {
     out
 }
 
+/// WRAP_RE's named groups by their place in it, found once (a lookup by name hashes the name:
+/// twenty of them cost a wrapped line about 5,000 instructions).
+struct Groups {
+    wrap: usize,
+    cri: usize,
+    kts: usize,
+    loki: usize,
+    coll: usize,
+    lts: usize,
+    pylog: usize,
+    vmd: usize,
+    vday: usize,
+    vhms: usize,
+    vfrac: usize,
+    lhost: usize,
+    mhost: usize,
+    trank: usize,
+    kpod: usize,
+    ray: usize,
+    task: usize,
+    compose: usize,
+    tlocal: usize,
+    tlocal2: usize,
+}
+
+static GROUPS: LazyLock<Groups> = LazyLock::new(|| {
+    let at = |name: &str| {
+        p::WRAP_RE
+            .capture_names()
+            .position(|n| n == Some(name))
+            .expect("a group of WRAP_RE")
+    };
+    Groups {
+        wrap: at("wrap"),
+        cri: at("cri"),
+        kts: at("kts"),
+        loki: at("loki"),
+        coll: at("coll"),
+        lts: at("lts"),
+        pylog: at("pylog"),
+        vmd: at("vmd"),
+        vday: at("vday"),
+        vhms: at("vhms"),
+        vfrac: at("vfrac"),
+        lhost: at("lhost"),
+        mhost: at("mhost"),
+        trank: at("trank"),
+        kpod: at("kpod"),
+        ray: at("ray"),
+        task: at("task"),
+        compose: at("compose"),
+        tlocal: at("tlocal"),
+        tlocal2: at("tlocal2"),
+    }
+});
+
 /// Read the wrapper pieces of a line whose first characters look wrapped; the prefix's length
 /// in characters.
 fn wrapper_fields(inner: &str, out: &mut Peeled<'_>) -> usize {
     let Some(c) = p::WRAP_RE.captures(inner) else {
         return 0;
     };
-    let get = |name: &str| c.name(name).map(|m| m.as_str());
-    let zoned = get("cri").or(get("kts")).and_then(|t| {
-        let t = t
-            .strip_suffix('Z')
-            .map_or(Cow::Borrowed(t), |s| Cow::Owned(format!("{s}+00:00")));
-        stamp::parse(&t, Format::IsoOffset)
-    });
-    let utc = get("loki")
-        .or(get("coll"))
+    let g = &*GROUPS;
+    let get = |group: usize| c.get(group).map(|m| m.as_str());
+    // (a `Z` time is the instant `+00:00` names)
+    let zoned = get(g.cri)
+        .or(get(g.kts))
+        .and_then(|t| match t.strip_suffix('Z') {
+            Some(_) => stamp::parse(t, Format::IsoZ),
+            None => stamp::parse(t, Format::IsoOffset),
+        });
+    let utc = get(g.loki)
+        .or(get(g.coll))
         .and_then(|t| stamp::parse(t, Format::IsoZ));
     out.wrap_ts = zoned.or(utc);
-    let relay = get("lts")
+    let relay = get(g.lts)
         .and_then(|t| stamp::parse(t, Format::Millis))
         .or_else(|| {
-            get("pylog").and_then(|t| stamp::parse(&t.replacen(',', ".", 1), Format::Millis))
+            get(g.pylog).and_then(|t| stamp::parse(&t.replacen(',', ".", 1), Format::Millis))
         })
         .or_else(|| {
-            let mmdd = format!("{}{}", get("vmd")?, get("vday")?);
-            stamp::month_day(&mmdd, get("vhms")?, get("vfrac"))
+            let mmdd = format!("{}{}", get(g.vmd)?, get(g.vday)?);
+            stamp::month_day(&mmdd, get(g.vhms)?, get(g.vfrac))
         });
     out.ts = relay;
-    out.no_year = get("vmd").is_some();
-    out.host = get("lhost").or(get("mhost")).map(str::to_string);
-    out.torch_rank = get("trank").and_then(int);
-    out.stream = get("kpod")
+    out.no_year = get(g.vmd).is_some();
+    out.host = get(g.lhost).or(get(g.mhost)).map(str::to_string);
+    out.torch_rank = get(g.trank).and_then(int);
+    out.stream = get(g.kpod)
         .map(str::to_string)
-        .or_else(|| get("ray").map(str::to_string))
-        .or_else(|| get("task").map(|t| format!("task={t}")))
-        .or_else(|| get("compose").map(str::to_string));
+        .or_else(|| get(g.ray).map(str::to_string))
+        .or_else(|| get(g.task).map(|t| format!("task={t}")))
+        .or_else(|| get(g.compose).map(str::to_string));
     // torchrun's `--tee` label (`[default3]:`, role and local rank): one worker's output
     // inside the stream of its agent (an srun task, …)
-    if let Some(local) = get("tlocal").or(get("tlocal2")) {
+    if let Some(local) = get(g.tlocal).or(get(g.tlocal2)) {
         out.stream = Some(match out.stream.take() {
             Some(outer) => format!("{outer} {local}"),
             None => local.to_string(),
         });
     }
-    get("wrap").map_or(0, len_chars)
+    get(g.wrap).map_or(0, len_chars)
 }
 
 /// A Docker `log` string decoded (its final newline removed): JSON escapes read left to
