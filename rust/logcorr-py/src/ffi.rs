@@ -54,7 +54,7 @@ pub fn write_all_to(fd: RawFd, bytes: &[u8]) -> std::io::Result<()> {
 }
 
 /// The high bit of each of an inline view's 12 bytes (all clear: the bytes are ASCII, and so
-/// UTF-8; the bytes past a value's length are zero).
+/// UTF-8; the bytes past a value's length are checked to be zero first).
 const INLINE_HIGH_BITS: u128 = 0x8080_8080_8080_8080_8080_8080;
 
 /// A string-view array over `buffers` (moved, not copied) from `views` made by `make_view` of
@@ -64,8 +64,8 @@ const INLINE_HIGH_BITS: u128 = 0x8080_8080_8080_8080_8080_8080;
 /// the cost of handing a chunk's rows to Python). Here the buffers are `String`s, so a view
 /// is UTF-8 when its bytes lie in its buffer and start and end on character boundaries
 /// (`str::get`), or, inline, are UTF-8 themselves (12 bytes at most): each view is checked
-/// for that, and for its prefix, in a few operations whatever its length. Err (a bug) when
-/// one is not so.
+/// for that, for its prefix and for zero padding (what `try_new` checks besides), in a few
+/// operations whatever its length. Err (a bug) when one is not so.
 pub fn string_views(
     views: Vec<u128>,
     buffers: Vec<String>,
@@ -78,10 +78,12 @@ pub fn string_views(
     for &view in &views {
         let len = view as u32 as usize;
         if len <= 12 {
-            let bytes = view.to_le_bytes();
+            if len < 12 && view >> (32 + 8 * len) != 0 {
+                return Err(wrong("padded with other bytes than zero"));
+            }
             // (ASCII, as most short values are, at a glance; else read)
             let ascii = (view >> 32) & INLINE_HIGH_BITS == 0;
-            if !ascii && std::str::from_utf8(&bytes[4..4 + len]).is_err() {
+            if !ascii && std::str::from_utf8(&view.to_le_bytes()[4..4 + len]).is_err() {
                 return Err(wrong("inline bytes not UTF-8"));
             }
             continue;
@@ -163,9 +165,17 @@ mod tests {
             make_view(&text.as_bytes()[1..21], 0, 0),
             // inline bytes that are not UTF-8
             make_view(&[0xc3, b'a'], 0, 0),
+            // inline bytes padded with other bytes than zero
+            make_view(b"ab", 0, 0) | (1u128 << (32 + 8 * 5)),
         ];
         for view in refused {
             assert!(string_views(vec![view], vec![text.clone()], None).is_err());
+            let arrow = StringViewArray::try_new(
+                ScalarBuffer::from(vec![view]),
+                vec![Buffer::from_vec(text.clone().into_bytes())],
+                None,
+            );
+            assert!(arrow.is_err(), "arrow refuses it too");
         }
         let nulls = Some(NullBuffer::from(vec![true, false]));
         assert!(string_views(vec![0], vec![text], nulls).is_err());
