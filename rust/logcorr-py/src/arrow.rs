@@ -94,8 +94,8 @@ fn nulls_of(len: usize, present: impl Fn(usize) -> bool) -> Option<NullBuffer> {
     (nulls.null_count() > 0).then_some(nulls)
 }
 
-/// A column of few distinct strings (file names, hosts) as views into one buffer that holds
-/// each distinct value once.
+/// A column of few distinct strings (file names, hosts, the names of sources, roles and
+/// evidence) as views into one buffer that holds each distinct value once.
 fn repeated<'a>(values: impl Iterator<Item = Option<&'a str>>, len: usize) -> ArrayRef {
     let mut data = String::new();
     let mut at: HashMap<&'a str, u32> = HashMap::default();
@@ -151,10 +151,6 @@ fn iso_times(values: &[Option<i64>]) -> ArrayRef {
     string_views(data, &spans)
 }
 
-fn named(values: impl Iterator<Item = Option<&'static str>>, len: usize) -> ArrayRef {
-    repeated(values, len)
-}
-
 fn micros(values: &[Option<i64>], zone: Option<&str>) -> ArrayRef {
     let array: PrimitiveArray<TimestampMicrosecondType> = values.iter().copied().collect();
     Arc::new(array.with_timezone_opt(zone.map(str::to_string)))
@@ -173,12 +169,8 @@ fn i64s(values: &[Option<i64>]) -> ArrayRef {
 /// much over a chunk's mostly-null columns).
 fn primitives<T: ArrowPrimitiveType>(values: &[Option<T::Native>]) -> PrimitiveArray<T> {
     let data: Vec<T::Native> = values.iter().map(|v| v.unwrap_or_default()).collect();
-    let valid = BooleanBuffer::collect_bool(values.len(), |i| values[i].is_some());
-    let nulls = NullBuffer::new(valid);
-    PrimitiveArray::new(
-        ScalarBuffer::from(data),
-        (nulls.null_count() > 0).then_some(nulls),
-    )
+    let nulls = nulls_of(values.len(), |i| values[i].is_some());
+    PrimitiveArray::new(ScalarBuffer::from(data), nulls)
 }
 
 fn bools(values: &[Option<bool>]) -> ArrayRef {
@@ -224,13 +216,13 @@ pub fn parsed_batch(c: &mut Columns) -> RecordBatch {
         Arc::new(UInt16Array::from(c.part.clone())),
         text(&mut c.text),
         strings(&mut c.msg),
-        named(
+        repeated(
             c.source
                 .iter()
                 .map(|&s| Some(Source::ALL[s as usize].name())),
             len,
         ),
-        named(
+        repeated(
             c.role.iter().map(|r| r.map(|r| ROLES[r as usize].name())),
             len,
         ),
@@ -383,7 +375,7 @@ pub fn keys_batch(keys: &Keys) -> RecordBatch {
         ("host", pick_str(&c.host)),
         (
             "source",
-            named(
+            repeated(
                 order
                     .iter()
                     .map(|&k| Some(Source::ALL[c.source[k] as usize].name())),
@@ -410,7 +402,7 @@ pub fn keys_batch(keys: &Keys) -> RecordBatch {
         ("gloo_size", pick_i32(&c.gloo_size)),
         (
             "role",
-            named(
+            repeated(
                 order
                     .iter()
                     .map(|&k| c.role[k].map(|r| ROLES[r as usize].name())),
@@ -450,7 +442,7 @@ pub fn keys_batch(keys: &Keys) -> RecordBatch {
 }
 
 fn statics(values: &[Option<&'static str>]) -> ArrayRef {
-    named(values.iter().copied(), values.len())
+    repeated(values.iter().copied(), values.len())
 }
 
 /// A chunk's rows as the runs store them: the timeline contract (but `order`), the detail
@@ -500,7 +492,7 @@ pub fn attributed_batch(c: &mut Columns, a: &Attributed, whole: &Whole) -> Recor
         ("ts", iso_times(&a.ts_full)),
         (
             "source",
-            named(
+            repeated(
                 c.source
                     .iter()
                     .map(|&s| Some(Source::ALL[s as usize].name())),
@@ -850,6 +842,35 @@ pub fn tally_batches(
 mod tests {
     use super::*;
     use arrow_array::Array;
+
+    #[test]
+    fn optional_numbers_and_names_read_as_arrow_collects_them() {
+        let numbers = [Some(3), None, Some(-7), None, Some(i32::MAX)];
+        assert_eq!(
+            primitives::<Int32Type>(&numbers),
+            numbers
+                .iter()
+                .copied()
+                .collect::<PrimitiveArray<Int32Type>>()
+        );
+        let full = [Some(1u32), Some(0), Some(u32::MAX)];
+        let array = primitives::<UInt32Type>(&full);
+        assert!(array.nulls().is_none(), "no validity when nothing is null");
+        assert_eq!(array, full.iter().copied().collect::<UInt32Array>());
+        let names = [
+            Some("scheduler"),
+            None,
+            Some("a name longer than twelve bytes"),
+            Some("scheduler"),
+            Some("a name longer than twelve bytes"),
+            Some("é"),
+        ];
+        let column = repeated(names.iter().copied(), names.len());
+        assert_eq!(
+            column.as_any().downcast_ref::<StringViewArray>(),
+            Some(&names.iter().copied().collect::<StringViewArray>())
+        );
+    }
 
     #[test]
     fn a_column_of_times_reads_as_each_time_written_alone() {
