@@ -19,7 +19,7 @@ use memchr::memmem::Finder;
 static COLON_SPACE: Literal = Literal::new(|| Finder::new(": "));
 
 /// A line's wrapper: what it is, where the body starts, and the fields it gives.
-#[derive(Debug, Default, Clone)]
+#[derive(Debug, Default, Clone, PartialEq)]
 pub struct Peeled<'a> {
     /// The peeled prefix of the text ("" when none, and for a Docker envelope).
     pub wrap: Cow<'a, str>,
@@ -82,7 +82,9 @@ pub fn peel(text: &str) -> Peeled<'_> {
         }
     }
     let mut wlen = 0;
-    if p::WRAP_STARTS_RE.is_match(&inner) {
+    if let Some(len) = stamped(&inner, &mut out) {
+        wlen = len;
+    } else if p::WRAP_STARTS_RE.is_match(&inner) {
         wlen = wrapper_fields(&inner, &mut out);
     }
     out.host = pdsh_host.map(str::to_string).or(out.host.take());
@@ -200,6 +202,117 @@ fn wrapper_fields(inner: &str, out: &mut Peeled<'_>) -> usize {
         });
     }
     get(g.wrap).map_or(0, len_chars)
+}
+
+/// The commonest wrapper read by hand: a line that starts with a container runtime's stamp
+/// (CRI `<ISO time><zone> stdout F `, kubectl `--timestamps` `<ISO time><zone> `) in ASCII, with
+/// nothing after it that another of WRAP_RE's pieces could read. What WRAP_RE would give, and
+/// the prefix's length; None leaves the line to WRAP_RE (which decides every other line).
+fn stamped(inner: &str, out: &mut Peeled<'_>) -> Option<usize> {
+    let b = inner.as_bytes();
+    let digits = |from: usize, to: usize| {
+        b.get(from..to)
+            .is_some_and(|d| d.iter().all(u8::is_ascii_digit))
+    };
+    let at = |i: usize, c: u8| b.get(i) == Some(&c);
+    // (no piece before the stamp starts with a digit: no srun task reads `YYYY-`)
+    let fixed = digits(0, 4)
+        && at(4, b'-')
+        && digits(5, 7)
+        && at(7, b'-')
+        && digits(8, 10)
+        && at(10, b'T')
+        && digits(11, 13)
+        && at(13, b':')
+        && digits(14, 16)
+        && at(16, b':')
+        && digits(17, 19);
+    if !fixed {
+        return None;
+    }
+    let mut end = 19;
+    if at(end, b'.') {
+        let n = b[end + 1..]
+            .iter()
+            .take_while(|c| c.is_ascii_digit())
+            .count();
+        if !(1..=9).contains(&n) {
+            return None;
+        }
+        end += 1 + n;
+    }
+    let zoned = match b.get(end) {
+        Some(b'Z') => {
+            end += 1;
+            false
+        }
+        Some(b'+' | b'-')
+            if digits(end + 1, end + 3) && at(end + 3, b':') && digits(end + 4, end + 6) =>
+        {
+            end += 6;
+            true
+        }
+        _ => return None,
+    };
+    if !at(end, b' ') {
+        return None;
+    }
+    let stamp = &inner[..end];
+    let mut len = end + 1;
+    let runtime = &b[len..];
+    if (runtime.starts_with(b"stdout ") || runtime.starts_with(b"stderr "))
+        && matches!(runtime.get(7), Some(b'F' | b'P'))
+        && runtime.get(8) == Some(&b' ')
+    {
+        len += 9;
+    }
+    if !plain_after(&b[len..]) {
+        return None;
+    }
+    out.wrap_ts = stamp::parse(
+        stamp,
+        if zoned {
+            Format::IsoOffset
+        } else {
+            Format::IsoZ
+        },
+    );
+    Some(len)
+}
+
+/// Whether none of WRAP_RE's pieces after the stamps (a host's `[stdout]`, a Ray actor, a
+/// torchrun label) can start at `rest`'s first bytes (false when unsure: WRAP_RE decides).
+fn plain_after(rest: &[u8]) -> bool {
+    let word = |c: &u8| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'.' | b'-');
+    match rest.first() {
+        None => true,
+        // a colour (`[36m`) before a Ray actor, `[default0]:`, `[rank3]:`
+        Some(b'[') => {
+            let n = rest[1..]
+                .iter()
+                .take_while(|c| c.is_ascii_digit() || **c == b';')
+                .count();
+            let colour = (1..=6).contains(&n) && rest.get(1 + n) == Some(&b'm');
+            !(colour || matches!(rest.get(1), Some(b'd' | b'r')))
+        }
+        // a host before `[stdout] `, `node/3 [default0]:`, `12:[default0]:` (a word in
+        // Unicode's sense goes on past ASCII)
+        Some(c) if word(c) => {
+            let n = rest.iter().take_while(|c| word(c)).count();
+            let digits = rest[..n].iter().all(u8::is_ascii_digit);
+            match rest.get(n) {
+                Some(b' ') => {
+                    !(rest[n..].starts_with(b" [stdout] ") || rest[n..].starts_with(b" [stderr] "))
+                }
+                Some(b'/') => false,
+                Some(b':') => !digits,
+                Some(c) => c.is_ascii(),
+                None => true,
+            }
+        }
+        // a space or colour before a Ray actor or a torchrun label; a Unicode word
+        Some(c) => c.is_ascii() && !matches!(c, b' ' | 0x1b | b'('),
+    }
 }
 
 /// A Docker `log` string decoded (its final newline removed): JSON escapes read left to
@@ -329,6 +442,83 @@ mod tests {
         let peeled = whole("[default1]:step 3 loss 2.25");
         assert_eq!(peeled.stream.as_deref(), Some("default1"));
         assert_eq!(peeled.body, "step 3 loss 2.25");
+    }
+
+    /// WRAP_RE alone on a line (what `peel` does without the hand-read stamps).
+    fn by_pattern(text: &str) -> Option<Peeled<'_>> {
+        let mut out = Peeled::default();
+        let len = if p::WRAP_STARTS_RE.is_match(text) {
+            wrapper_fields(text, &mut out)
+        } else {
+            0
+        };
+        (len > 0).then_some(out).map(|mut out| {
+            out.wrap = Cow::Borrowed(slice_chars(text, 0, Some(len)));
+            out
+        })
+    }
+
+    fn by_hand(text: &str) -> Option<Peeled<'_>> {
+        let mut out = Peeled::default();
+        stamped(text, &mut out).map(|len| {
+            out.wrap = Cow::Borrowed(&text[..len]);
+            out
+        })
+    }
+
+    #[test]
+    fn runtime_stamps_read_by_hand_as_the_pattern_reads_them() {
+        let cases = [
+            (
+                "2026-11-29T10:00:00.123456789Z stdout F [2026-11-29 10:00:00 TP0] x",
+                true,
+            ),
+            (
+                "2026-11-29T10:00:00+05:30 stderr P host:1:2 [0] NCCL INFO x",
+                true,
+            ),
+            (
+                "2026-11-29T10:00:00Z Traceback (most recent call last):",
+                true,
+            ),
+            ("2026-11-29T10:00:00Z stdout F ", true),
+            ("2026-11-29T10:00:00Z stdout X y", true),
+            ("2026-11-29T10:00:00Z stdout F [rank3]: y", false),
+            ("2026-11-29T10:00:00Z stdout F [36m(Actor pid=1) y", false),
+            ("2026-11-29T10:00:00Z stdout F node1 [stdout] y", false),
+            ("2026-11-29T10:00:00Z stdout F 12:[default0]:y", false),
+            ("2026-11-29T10:00:00.1234567890Z stdout F y", false),
+            ("2026-11-29T10:00:00.12\u{663}Z stdout F y", false),
+            ("2026-11-29T10:00:00+0530 stdout F y", false),
+        ];
+        for (line, hand) in cases {
+            assert_eq!(by_hand(line).is_some(), hand, "{line}");
+            if let Some(peeled) = by_hand(line) {
+                assert_eq!(Some(peeled), by_pattern(line), "{line}");
+            }
+        }
+        assert_eq!(
+            by_hand("2026-11-29T10:00:00.5+01:00 stdout F x").and_then(|w| w.wrap_ts),
+            stamp::parse("2026-11-29T09:00:00.5Z", Format::IsoZ)
+        );
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn a_stamp_read_by_hand_is_what_the_pattern_reads(
+            line in concat!(
+                "(2026|2O26|\\x{662}026)-11-29[T ]10:0[0-9]:00(\\.[0-9\\x{663}]{0,11})?",
+                "(Z|[+-]0[0-9]:?30|z|)",
+                "( (stdout|stderr|stdin) [FPX] ?| )?",
+                "(\\[(2|36m|0;1m|rank|default|pod/|1234567m)|host \\[std(out|err)\\] ",
+                "|node/3 \\[default1\\]:|12:|1a:|[ (\\x{e9}\\x1b{:]|[a-z0-9._-]{1,4}[:/ \\x{e9}]|)",
+                ".{0,4}",
+            )
+        ) {
+            if let Some(peeled) = by_hand(&line) {
+                proptest::prop_assert_eq!(Some(peeled), by_pattern(&line), "{:?}", line);
+            }
+        }
     }
 
     #[test]
