@@ -71,6 +71,7 @@ pub fn parse_chunk(lines: &[Line<'_>], before: &[Said]) -> (Columns, Vec<Said>) 
 #[derive(Default)]
 pub struct Scratch {
     quick: Vec<Quick>,
+    stamped: Vec<Stamped>,
     rest: Vec<usize>,
     peeled: Vec<Peeled<'static>>,
     glued: Vec<bool>,
@@ -99,12 +100,16 @@ pub fn parse_into(
     let mut heads: FxHashMap<&str, NcclHead> = FxHashMap::default();
     let quick = &mut scratch.quick;
     quick.clear();
+    let stamped = &mut scratch.stamped;
+    stamped.clear();
     let mut stamp: LastStamp = None;
-    quick.extend(
-        lines
-            .iter()
-            .map(|line| fast(line.text, &mut heads, &mut stamp)),
-    );
+    for line in lines {
+        let (q, s) = fast_under_stamp(line.text, &mut heads, &mut stamp);
+        quick.push(q);
+        stamped.push(s);
+    }
+    // (a fast line's body: its text after a runtime's stamp)
+    let body = |i: usize| &lines[i].text[stamped[i].len as usize..];
     let mut rest = std::mem::take(&mut scratch.rest);
     rest.clear();
     rest.extend((0..lines.len()).filter(|&i| matches!(quick[i], Quick::Rest)));
@@ -117,11 +122,16 @@ pub fn parse_into(
     if glued.iter().any(|&g| g) {
         // (hosts of the chunk's clean NCCL lines, and of the rest's lines' starts; a line
         // mostly names the host the line before it named)
-        let clean = lines
-            .iter()
-            .zip(quick.iter())
-            .filter_map(|(line, q)| q.host(line.text));
-        let starts = peeled.iter().filter_map(|w| parts::host_at_start(&w.body));
+        // (a line under a runtime's stamp is not clean: its body's start is read, as the
+        // rest's are)
+        let clean = (0..lines.len())
+            .filter(|&i| stamped[i].len == 0)
+            .filter_map(|i| quick[i].host(lines[i].text));
+        let starts = peeled.iter().map(|w| &*w.body);
+        let stamped_starts = (0..lines.len()).filter(|&i| stamped[i].len > 0).map(body);
+        let starts = starts
+            .chain(stamped_starts)
+            .filter_map(parts::host_at_start);
         for host in clean.chain(starts) {
             if hosts.last() != Some(&host) {
                 hosts.push(host);
@@ -139,7 +149,7 @@ pub fn parse_into(
     }
     // what each line says to the next: its part-0 body under a wrapper, else its text
     let mut said: Vec<&str> = recycle(std::mem::take(&mut scratch.said));
-    said.extend(lines.iter().map(|l| l.text));
+    said.extend((0..lines.len()).map(body));
     for (k, &i) in rest.iter().enumerate() {
         said[i] = match split[k].first() {
             Some(part) => &part.body,
@@ -176,17 +186,22 @@ pub fn parse_into(
             ));
         }
     }
-    let fast_hosts = lines
-        .iter()
-        .zip(quick.iter())
-        .filter_map(|(line, q)| q.host(line.text));
+    let fast_hosts = (0..lines.len()).filter_map(|i| quick[i].host(body(i)));
     let fixes =
         unglue_hosts(fast_hosts.chain(rest_rows.iter().filter_map(|(_, f)| f.host.as_deref())));
     let mut next = 0;
     for (i, (line, q)) in lines.iter().zip(quick.iter()).enumerate() {
         match q {
             Quick::Sglang { .. } | Quick::Nccl { .. } => {
-                let mut fields = q.fields(line.text);
+                let mut fields = q.fields(body(i));
+                let wrap = stamped[i];
+                if wrap.len > 0 {
+                    // (as the rest's parse gives a wrapped line: the whole text, the body
+                    // as its message, the stamp's time)
+                    fields.text = Cow::Borrowed(line.text);
+                    fields.msg = Some(Cow::Borrowed(body(i)));
+                    fields.wrap_ts = wrap.ts;
+                }
                 local(&mut fields);
                 mend_host(&mut fields, &fixes);
                 sink.push(line.file_id, line.line, &fields, Some(line.at));
@@ -562,11 +577,63 @@ fn unglue_hosts<'a>(hosts: impl Iterator<Item = &'a str>) -> HashMap<String, Str
 /// of the line before, which is then not read again.
 type LastStamp<'a> = Option<(&'a str, Option<i64>)>;
 
+/// A container runtime's stamp before a line a fast path read: its length in bytes (0: none)
+/// and its time.
+#[derive(Clone, Copy, Debug, Default)]
+struct Stamped {
+    len: u32,
+    ts: Option<i64>,
+}
+
+/// A fast path's reading of a line, or of its body under a container runtime's stamp (read by
+/// hand: `wrappers::runtime_stamp`) when the line's own text is not one a fast path reads.
+fn fast_under_stamp<'a>(
+    text: &'a str,
+    heads: &mut FxHashMap<&'a str, NcclHead>,
+    stamp: &mut LastStamp<'a>,
+) -> (Quick, Stamped) {
+    let quick = fast(text, heads, stamp);
+    let rest = matches!(quick, Quick::Rest);
+    if !(rest && text.as_bytes().first().is_some_and(u8::is_ascii_digit) && stamped_allowed()) {
+        return (quick, Stamped::default());
+    }
+    let Some((len, ts)) = wrappers::runtime_stamp(text) else {
+        return (quick, Stamped::default());
+    };
+    match fast(&text[len..], heads, stamp) {
+        Quick::Rest => (Quick::Rest, Stamped::default()),
+        quick => (
+            quick,
+            Stamped {
+                len: len as u32,
+                ts,
+            },
+        ),
+    }
+}
+
+#[cfg(test)]
+thread_local! {
+    /// Which fast paths a test's parse takes: 0 all, 1 none under a runtime's stamp, 2 none.
+    static SLOWER: std::cell::Cell<u8> = const { std::cell::Cell::new(0) };
+}
+
+fn stamped_allowed() -> bool {
+    #[cfg(test)]
+    return SLOWER.with(std::cell::Cell::get) == 0;
+    #[cfg(not(test))]
+    true
+}
+
 fn fast<'a>(
     text: &'a str,
     heads: &mut FxHashMap<&'a str, NcclHead>,
     stamp: &mut LastStamp<'a>,
 ) -> Quick {
+    #[cfg(test)]
+    if SLOWER.with(std::cell::Cell::get) == 2 {
+        return Quick::Rest;
+    }
     // (one header at most: the SGLang stamps and NCCL tokens, counted up to two)
     let (headers, nccl) = headers(text);
     let quick = if headers != 1 {
@@ -977,5 +1044,81 @@ mod tests {
             stem_role("[t] Decode batch", false),
             Role::from_name("scheduler")
         );
+    }
+}
+
+#[cfg(test)]
+mod fast_paths {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Lines of the shapes the fast paths read, and of shapes near them that they must leave
+    /// to the rest of the parse.
+    const BODIES: &[&str] = &[
+        "[2026-11-29 10:00:01 DP1 TP3 EP3] Decode batch. #running-req: 4, #token: 88",
+        "[2026-11-29 10:00:01.250 TP0] Prefill batch. #new-seq: 1",
+        "[2026-11-29 10:00:02] INFO server_args.py:1697: Attention backend not specified.",
+        "[2026-11-29 10:00:02] server_args=ServerArgs(tp_size=8, dp_size=2)",
+        "[2026-11-29 10:00:03 TP5] Scheduler hit an exception: Traceback (most recent call last):",
+        "[2026-11-29 10:00:03 TP2] py-spy dump of pid 4242 (Thread 0x7f) ",
+        "[2026-11-29 10:00:03 TP1] x[2026-11-29 10:00:04 TP2] glued",
+        "gpu-node-1:3416237:3416237 [1] NCCL INFO comm 0x55d1 rank 2 nranks 8 cudaDev 1 nvmlDev 1 busId 1b000 commId 0x9f2e - Init COMPLETE",
+        "gpu-node-1:3416237:3416301 [1] NCCL INFO Channel 00/0 : 2[1] -> 3[2] via P2P/CUMEM",
+        "xgpu-node-1:3416237:3416237 [1] NCCL INFO Bootstrap : Using eth0",
+        "gpu-node-2:77:80 [0] NCCL WARN Net : Connection closed by remote peer",
+        "Loading safetensors 100%gpu-node-1:3416237:3416237 [1] NCCL INFO Init COMPLETE",
+        "[2026-11-29 10:00:05] gpu-node-3:12:12 [3] NCCL INFO Init START",
+        "Traceback (most recent call last):",
+        "  File \"/sgl/scheduler.py\", line 12, in event_loop",
+        "RuntimeError: NCCL error: unhandled system error",
+        "During handling of the above exception, another exception occurred:",
+        "",
+        "[rank3]:[E1129 10:00:06.123 ProcessGroupNCCL.cpp:616] [PG ID 2 PG GUID 3(tp:device) Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=9141, OpType=ALLREDUCE)",
+        "\u{1b}[32m[2026-11-29 10:00:07 TP4] coloured\u{1b}[0m",
+        "[2026-11-29 10:00:08 TP٣] Unicode digit",
+    ];
+    const STAMPS: &[&str] = &[
+        "",
+        "",
+        "2026-11-29T10:00:00.123456789Z stdout F ",
+        "2026-11-29T10:00:00Z stderr P ",
+        "2026-11-29T11:00:00.5+01:00 stdout F ",
+        "2026-11-29T10:00:00Z ",
+        "2026-11-29T10:00:00Z stdout F [rank3]:",
+        "2026-11-29T10:00:00Z stdout F node1 [stdout] ",
+        "2026-11-29T10:00:00.1234567890Z stdout F ",
+    ];
+
+    fn parsed(lines: &[Line<'_>], slower: u8) -> String {
+        SLOWER.with(|s| s.set(slower));
+        let (columns, said) = parse_chunk(lines, &[]);
+        SLOWER.with(|s| s.set(0));
+        format!("{columns:?} {said:?}")
+    }
+
+    proptest! {
+        /// A chunk parses the same with the fast paths as without them: lines under a
+        /// runtime's stamp and lines without one, with the lines around them.
+        #[test]
+        fn the_fast_paths_read_what_the_rest_of_the_parse_reads(
+            picks in proptest::collection::vec((0..STAMPS.len(), 0..BODIES.len(), 0u32..2), 1..24)
+        ) {
+            let texts: Vec<String> = picks
+                .iter()
+                .map(|&(stamp, body, _)| format!("{}{}", STAMPS[stamp], BODIES[body]))
+                .collect();
+            let mut line_of = [0u32; 2];
+            let lines: Vec<Line<'_>> = picks
+                .iter()
+                .zip(&texts)
+                .map(|(&(_, _, file_id), text)| {
+                    line_of[file_id as usize] += 1;
+                    Line { file_id, line: line_of[file_id as usize], text, at: crate::model::NOWHERE }
+                })
+                .collect();
+            let fast = parsed(&lines, 0);
+            prop_assert_eq!(&fast, &parsed(&lines, 1));
+            prop_assert_eq!(&fast, &parsed(&lines, 2));
+        }
     }
 }

@@ -82,8 +82,9 @@ pub fn peel(text: &str) -> Peeled<'_> {
         }
     }
     let mut wlen = 0;
-    if let Some(len) = stamped(&inner, &mut out) {
+    if let Some((len, ts)) = runtime_stamp(&inner) {
         wlen = len;
+        out.wrap_ts = ts;
     } else if p::WRAP_STARTS_RE.is_match(&inner) {
         wlen = wrapper_fields(&inner, &mut out);
     }
@@ -207,8 +208,9 @@ fn wrapper_fields(inner: &str, out: &mut Peeled<'_>) -> usize {
 /// The commonest wrapper read by hand: a line that starts with a container runtime's stamp
 /// (CRI `<ISO time><zone> stdout F `, kubectl `--timestamps` `<ISO time><zone> `) in ASCII, with
 /// nothing after it that another of WRAP_RE's pieces could read. What WRAP_RE would give, and
-/// the prefix's length; None leaves the line to WRAP_RE (which decides every other line).
-fn stamped(inner: &str, out: &mut Peeled<'_>) -> Option<usize> {
+/// the prefix's length (bytes, ASCII) and the stamp's time in UTC; None leaves the line to
+/// WRAP_RE (which decides every other line).
+pub fn runtime_stamp(inner: &str) -> Option<(usize, Option<i64>)> {
     let b = inner.as_bytes();
     let digits = |from: usize, to: usize| {
         b.get(from..to)
@@ -269,15 +271,12 @@ fn stamped(inner: &str, out: &mut Peeled<'_>) -> Option<usize> {
     if !plain_after(&b[len..]) {
         return None;
     }
-    out.wrap_ts = stamp::parse(
-        stamp,
-        if zoned {
-            Format::IsoOffset
-        } else {
-            Format::IsoZ
-        },
-    );
-    Some(len)
+    let format = if zoned {
+        Format::IsoOffset
+    } else {
+        Format::IsoZ
+    };
+    Some((len, stamp::parse(stamp, format)))
 }
 
 /// Whether none of WRAP_RE's pieces after the stamps (a host's `[stdout]`, a Ray actor, a
@@ -459,10 +458,10 @@ mod tests {
     }
 
     fn by_hand(text: &str) -> Option<Peeled<'_>> {
-        let mut out = Peeled::default();
-        stamped(text, &mut out).map(|len| {
-            out.wrap = Cow::Borrowed(&text[..len]);
-            out
+        runtime_stamp(text).map(|(len, wrap_ts)| Peeled {
+            wrap: Cow::Borrowed(&text[..len]),
+            wrap_ts,
+            ..Peeled::default()
         })
     }
 
