@@ -753,8 +753,9 @@ fn sglang_fast<'a>(text: &'a str, last: &mut LastStamp<'a>) -> Option<Quick> {
         None => (None, tail),
     };
     // (rank tokens hold no `_`: the search is skipped on them)
-    let encoder =
-        tokens.contains('_') && ENCODE.find(tokens).is_some() && p::SGL_ENCODER.is_match(tokens);
+    let encoder = memchr::memchr(b'_', tokens.as_bytes()).is_some()
+        && ENCODE.find(tokens).is_some()
+        && p::SGL_ENCODER.is_match(tokens);
     let ranks = match canonical_ranks(tokens) {
         Some(ranks) => ranks,
         None => p::SGL_TOKENS.is_match(tokens).then(|| rank_tokens(tokens)),
