@@ -71,7 +71,7 @@ pub fn parse_chunk(lines: &[Line<'_>], before: &[Said]) -> (Columns, Vec<Said>) 
 #[derive(Default)]
 pub struct Scratch {
     quick: Vec<Quick>,
-    stamped: Vec<Stamped>,
+    under: Vec<Option<usize>>,
     rest: Vec<usize>,
     peeled: Vec<Peeled<'static>>,
     glued: Vec<bool>,
@@ -100,38 +100,48 @@ pub fn parse_into(
     let mut heads: FxHashMap<&str, NcclHead> = FxHashMap::default();
     let quick = &mut scratch.quick;
     quick.clear();
-    let stamped = &mut scratch.stamped;
-    stamped.clear();
     let mut stamp: LastStamp = None;
-    for line in lines {
-        let (q, s) = fast_under_stamp(line.text, &mut heads, &mut stamp);
-        quick.push(q);
-        stamped.push(s);
-    }
-    // (a fast line's body: its text after a runtime's stamp)
-    let body = |i: usize| &lines[i].text[stamped[i].len as usize..];
+    quick.extend(
+        lines
+            .iter()
+            .map(|line| fast(line.text, &mut heads, &mut stamp)),
+    );
     let mut rest = std::mem::take(&mut scratch.rest);
     rest.clear();
     rest.extend((0..lines.len()).filter(|&i| matches!(quick[i], Quick::Rest)));
     let mut peeled: Vec<Peeled<'_>> = recycle(std::mem::take(&mut scratch.peeled));
     peeled.extend(rest.iter().map(|&i| wrappers::peel(lines[i].text)));
+    // a wrapped line whose body a fast path reads takes that path (a Docker envelope's
+    // decoded body excepted): `under[i]`, its wrapper's place in `peeled`
+    let under = &mut scratch.under;
+    under.clear();
+    under.resize(lines.len(), None);
+    for (k, (&i, w)) in rest.iter().zip(&peeled).enumerate() {
+        if let (false, Cow::Borrowed(body)) = (w.wrap.is_empty(), &w.body) {
+            if !fast_under_wrappers() {
+                break;
+            }
+            let q = fast(body, &mut heads, &mut stamp);
+            if !matches!(q, Quick::Rest) {
+                quick[i] = q;
+                under[i] = Some(k);
+            }
+        }
+    }
+    let slow = |k: usize| matches!(quick[rest[k]], Quick::Rest);
+    // (a fast line's body: its text, or what its wrapper leaves)
+    let body = |i: usize| under[i].map_or(lines[i].text, |k| &peeled[k].body);
     let mut glued = std::mem::take(&mut scratch.glued);
     glued.clear();
-    glued.extend(peeled.iter().map(|w| parts::glued(&w.body, w.json)));
+    glued.extend((0..rest.len()).map(|k| slow(k) && parts::glued(&peeled[k].body, peeled[k].json)));
     let mut hosts: Vec<&str> = Vec::new();
     if glued.iter().any(|&g| g) {
-        // (hosts of the chunk's clean NCCL lines, and of the rest's lines' starts; a line
-        // mostly names the host the line before it named)
-        // (a line under a runtime's stamp is not clean: its body's start is read, as the
-        // rest's are)
+        // (hosts of the chunk's clean NCCL lines, and of the wrapped and the rest's lines'
+        // starts; a line mostly names the host the line before it named)
         let clean = (0..lines.len())
-            .filter(|&i| stamped[i].len == 0)
+            .filter(|&i| under[i].is_none())
             .filter_map(|i| quick[i].host(lines[i].text));
-        let starts = peeled.iter().map(|w| &*w.body);
-        let stamped_starts = (0..lines.len()).filter(|&i| stamped[i].len > 0).map(body);
-        let starts = starts
-            .chain(stamped_starts)
-            .filter_map(parts::host_at_start);
+        let starts = peeled.iter().filter_map(|w| parts::host_at_start(&w.body));
         for host in clean.chain(starts) {
             if hosts.last() != Some(&host) {
                 hosts.push(host);
@@ -149,7 +159,7 @@ pub fn parse_into(
     }
     // what each line says to the next: its part-0 body under a wrapper, else its text
     let mut said: Vec<&str> = recycle(std::mem::take(&mut scratch.said));
-    said.extend((0..lines.len()).map(body));
+    said.extend(lines.iter().map(|l| l.text));
     for (k, &i) in rest.iter().enumerate() {
         said[i] = match split[k].first() {
             Some(part) => &part.body,
@@ -167,7 +177,7 @@ pub fn parse_into(
     }));
     // the rest's parts, with the physical line each stands in
     let mut rest_rows: Vec<(usize, Fields<'_>)> = recycle(std::mem::take(&mut scratch.rest_rows));
-    for (k, &i) in rest.iter().enumerate() {
+    for (k, &i) in rest.iter().enumerate().filter(|&(k, _)| slow(k)) {
         let context = Context {
             lines,
             said: &said,
@@ -194,13 +204,14 @@ pub fn parse_into(
         match q {
             Quick::Sglang { .. } | Quick::Nccl { .. } => {
                 let mut fields = q.fields(body(i));
-                let wrap = stamped[i];
-                if wrap.len > 0 {
-                    // (as the rest's parse gives a wrapped line: the whole text, the body
-                    // as its message, the stamp's time)
+                if let Some(k) = under[i] {
+                    // (as the rest's parse gives a wrapped line: the whole text, the body as
+                    // its message, what the wrapper gives)
+                    let w = &peeled[k];
                     fields.text = Cow::Borrowed(line.text);
-                    fields.msg = Some(Cow::Borrowed(body(i)));
-                    fields.wrap_ts = wrap.ts;
+                    fields.msg = Some(Cow::Borrowed(&w.body));
+                    fields.wrap_ts = w.wrap_ts;
+                    fill_from_wrapper(&mut fields, w, w.torch_rank);
                 }
                 local(&mut fields);
                 mend_host(&mut fields, &fixes);
@@ -577,48 +588,13 @@ fn unglue_hosts<'a>(hosts: impl Iterator<Item = &'a str>) -> HashMap<String, Str
 /// of the line before, which is then not read again.
 type LastStamp<'a> = Option<(&'a str, Option<i64>)>;
 
-/// A container runtime's stamp before a line a fast path read: its length in bytes (0: none)
-/// and its time.
-#[derive(Clone, Copy, Debug, Default)]
-struct Stamped {
-    len: u32,
-    ts: Option<i64>,
-}
-
-/// A fast path's reading of a line, or of its body under a container runtime's stamp (read by
-/// hand: `wrappers::runtime_stamp`) when the line's own text is not one a fast path reads.
-fn fast_under_stamp<'a>(
-    text: &'a str,
-    heads: &mut FxHashMap<&'a str, NcclHead>,
-    stamp: &mut LastStamp<'a>,
-) -> (Quick, Stamped) {
-    let quick = fast(text, heads, stamp);
-    let rest = matches!(quick, Quick::Rest);
-    if !(rest && text.as_bytes().first().is_some_and(u8::is_ascii_digit) && stamped_allowed()) {
-        return (quick, Stamped::default());
-    }
-    let Some((len, ts)) = wrappers::runtime_stamp(text) else {
-        return (quick, Stamped::default());
-    };
-    match fast(&text[len..], heads, stamp) {
-        Quick::Rest => (Quick::Rest, Stamped::default()),
-        quick => (
-            quick,
-            Stamped {
-                len: len as u32,
-                ts,
-            },
-        ),
-    }
-}
-
 #[cfg(test)]
 thread_local! {
-    /// Which fast paths a test's parse takes: 0 all, 1 none under a runtime's stamp, 2 none.
+    /// Which fast paths a test's parse takes: 0 all, 1 none on wrapped lines' bodies, 2 none.
     static SLOWER: std::cell::Cell<u8> = const { std::cell::Cell::new(0) };
 }
 
-fn stamped_allowed() -> bool {
+fn fast_under_wrappers() -> bool {
     #[cfg(test)]
     return SLOWER.with(std::cell::Cell::get) == 0;
     #[cfg(not(test))]
@@ -1078,7 +1054,7 @@ mod fast_paths {
         "\u{1b}[32m[2026-11-29 10:00:07 TP4] coloured\u{1b}[0m",
         "[2026-11-29 10:00:08 TP٣] Unicode digit",
     ];
-    const STAMPS: &[&str] = &[
+    const WRAPPERS: &[&str] = &[
         "",
         "",
         "2026-11-29T10:00:00.123456789Z stdout F ",
@@ -1088,6 +1064,22 @@ mod fast_paths {
         "2026-11-29T10:00:00Z stdout F [rank3]:",
         "2026-11-29T10:00:00Z stdout F node1 [stdout] ",
         "2026-11-29T10:00:00.1234567890Z stdout F ",
+        "[pod/sglang-0/sglang] ",
+        "[pod/sglang-0/sglang] 2026-11-29T10:00:00Z stdout F ",
+        "sglang-1  | ",
+        "\u{1b}[2K\u{1b}[36msglang-1  | \u{1b}[0m",
+        "17: ",
+        "3: [default0]:[rank3]:",
+        "[default1]:",
+        "(SchedulerActor pid=4242, ip=10.0.0.3) ",
+        "\u{1b}[36m(SchedulerActor pid=4242)\u{1b}[0m ",
+        "gpu-node-5: ",
+        "2026-11-29 10:00:00.123  gpu-node-6 ",
+        "2026-11-29 10:00:00,123 - sglang.relay - INFO - ",
+        "INFO 11-29 10:00:00.5 relay.py:12] ",
+        "[2026-11-29T10:00:00.000Z] ",
+        "1764410400000000000\t2026-11-29T10:00:00Z\t",
+        "[1234] ",
     ];
 
     fn parsed(lines: &[Line<'_>], slower: u8) -> String {
@@ -1098,15 +1090,15 @@ mod fast_paths {
     }
 
     proptest! {
-        /// A chunk parses the same with the fast paths as without them: lines under a
-        /// runtime's stamp and lines without one, with the lines around them.
+        /// A chunk parses the same with the fast paths as without them: wrapped lines and
+        /// lines without a wrapper, with the lines around them.
         #[test]
         fn the_fast_paths_read_what_the_rest_of_the_parse_reads(
-            picks in proptest::collection::vec((0..STAMPS.len(), 0..BODIES.len(), 0u32..2), 1..24)
+            picks in proptest::collection::vec((0..WRAPPERS.len(), 0..BODIES.len(), 0u32..2), 1..24)
         ) {
             let texts: Vec<String> = picks
                 .iter()
-                .map(|&(stamp, body, _)| format!("{}{}", STAMPS[stamp], BODIES[body]))
+                .map(|&(wrapper, body, _)| format!("{}{}", WRAPPERS[wrapper], BODIES[body]))
                 .collect();
             let mut line_of = [0u32; 2];
             let lines: Vec<Line<'_>> = picks
