@@ -82,9 +82,10 @@ pub fn peel(text: &str) -> Peeled<'_> {
         }
     }
     let mut wlen = 0;
-    if let Some((len, ts)) = runtime_stamp(&inner) {
+    if let Some((len, ts, stream)) = hand_peeled(&inner) {
         wlen = len;
         out.wrap_ts = ts;
+        out.stream = stream;
     } else if p::WRAP_STARTS_RE.is_match(&inner) {
         wlen = wrapper_fields(&inner, &mut out);
     }
@@ -205,19 +206,175 @@ fn wrapper_fields(inner: &str, out: &mut Peeled<'_>) -> usize {
     get(g.wrap).map_or(0, len_chars)
 }
 
-/// The commonest wrapper read by hand: a line that starts with a container runtime's stamp
-/// (CRI `<ISO time><zone> stdout F `, kubectl `--timestamps` `<ISO time><zone> `) in ASCII, with
-/// nothing after it that another of WRAP_RE's pieces could read. What WRAP_RE would give, and
-/// the prefix's length (bytes, ASCII) and the stamp's time in UTC; None leaves the line to
-/// WRAP_RE (which decides every other line).
-pub fn runtime_stamp(inner: &str) -> Option<(usize, Option<i64>)> {
+/// What a hand reading found of one of WRAP_RE's pieces at a place.
+enum Piece {
+    /// The piece is not there (the pattern's reading agrees).
+    Absent,
+    /// The piece ends this many bytes on.
+    Ends(usize),
+    /// Only the pattern can tell (non-ASCII bytes, shapes not read by hand).
+    Unsure,
+}
+
+/// The commonest wrappers read by hand, in WRAP_RE's order: a docker compose service
+/// (`sglang-1  | `), an srun task (`17: `), kubectl's pod (`[pod/NAME/CONTAINER] `) and a
+/// container runtime's stamp (CRI `<ISO time><zone> stdout F `, kubectl `--timestamps`
+/// `<ISO time><zone> `), each optional, all in ASCII, with nothing before, between or after
+/// them that another of WRAP_RE's pieces could read. The prefix's length (bytes), the stamp's
+/// time in UTC and the stream, as WRAP_RE gives them; None leaves the line to WRAP_RE (which
+/// decides every other line).
+pub fn hand_peeled(inner: &str) -> Option<(usize, Option<i64>, Option<String>)> {
+    let b = inner.as_bytes();
+    // (control sequences and a carriage return before the wrapper)
+    if matches!(b.first(), Some(0x1b | b'\r')) {
+        return None;
+    }
+    let mut at = 0;
+    let compose = match compose_at(b) {
+        Piece::Ends(end) => {
+            at = end;
+            let name = inner[..end].trim_end_matches(['|', ' ']);
+            Some(name)
+        }
+        Piece::Absent => None,
+        Piece::Unsure => return None,
+    };
+    let task = match task_at(&b[at..]) {
+        Piece::Ends(end) => {
+            let task = &inner[at..at + end - 2];
+            at += end;
+            Some(task)
+        }
+        Piece::Absent => None,
+        Piece::Unsure => return None,
+    };
+    // (NULs and control sequences; a viewer's line number `[12] `)
+    let r = &b[at..];
+    if matches!(r.first(), Some(0 | 0x1b)) || viewer_number(r) {
+        return None;
+    }
+    let pod = match pod_at(r) {
+        Piece::Ends(end) => {
+            let pod = &inner[at + 1..at + end - 2];
+            at += end;
+            // (the group holds `pod/NAME`)
+            Some(&pod[..4 + pod[4..].find('/')?])
+        }
+        Piece::Absent => None,
+        Piece::Unsure => return None,
+    };
+    let r = &b[at..];
+    let mut wrap_ts = None;
+    match r.first() {
+        Some(c) if c.is_ascii_digit() => {
+            let (len, ts) = runtime_stamp(&inner[at..])?;
+            at += len;
+            wrap_ts = ts;
+        }
+        // (a collector's `[<ISO time>Z]`)
+        Some(b'[') if r.get(11) == Some(&b'T') || !r[..r.len().min(12)].is_ascii() => return None,
+        // (a vLLM-style logger's level)
+        Some(b'D' | b'I' | b'W' | b'E' | b'C')
+            if ["DEBUG ", "INFO ", "WARNING ", "ERROR ", "CRITICAL "]
+                .iter()
+                .any(|level| r.starts_with(level.as_bytes())) =>
+        {
+            return None
+        }
+        _ => {}
+    }
+    if at == 0 || !plain_after(&b[at..]) {
+        return None;
+    }
+    let stream = pod
+        .map(str::to_string)
+        .or_else(|| task.map(|t| format!("task={t}")))
+        .or_else(|| compose.map(str::to_string));
+    Some((at, wrap_ts, stream))
+}
+
+/// `[A-Za-z][\w.\-]*[-_]\d+ +\| ` at the start.
+fn compose_at(b: &[u8]) -> Piece {
+    if !b.first().is_some_and(u8::is_ascii_alphabetic) {
+        return Piece::Absent;
+    }
+    let n = b.iter().take_while(|c| word(c)).count();
+    if b.get(n).is_some_and(|c| !c.is_ascii()) {
+        return Piece::Unsure;
+    }
+    // (the digits end the word: a space follows them)
+    let digits = b[..n]
+        .iter()
+        .rev()
+        .take_while(|c| c.is_ascii_digit())
+        .count();
+    let joined = n > digits + 1 && digits > 0 && matches!(b[n - digits - 1], b'-' | b'_');
+    let spaces = b[n..].iter().take_while(|&&c| c == b' ').count();
+    if joined && spaces > 0 && b[n + spaces..].starts_with(b"| ") {
+        Piece::Ends(n + spaces + 2)
+    } else {
+        Piece::Absent
+    }
+}
+
+/// `\d{1,5}: ` at the start.
+fn task_at(b: &[u8]) -> Piece {
+    let n = b.iter().take_while(|c| c.is_ascii_digit()).count();
+    if b.get(n).is_some_and(|c| !c.is_ascii()) {
+        Piece::Unsure
+    } else if (1..=5).contains(&n) && b[n..].starts_with(b": ") {
+        Piece::Ends(n + 2)
+    } else {
+        Piece::Absent
+    }
+}
+
+/// Whether a viewer's line number `\[\d{1,9}\] ` may start `b`.
+fn viewer_number(b: &[u8]) -> bool {
+    if b.first() != Some(&b'[') {
+        return false;
+    }
+    let n = b[1..].iter().take_while(|c| c.is_ascii_digit()).count();
+    b.get(1 + n).is_some_and(|c| !c.is_ascii())
+        || ((1..=9).contains(&n) && b[1 + n..].starts_with(b"] "))
+}
+
+/// `\[pod/[^/\]\s]+/[^\]\s]+\] ` at the start.
+fn pod_at(b: &[u8]) -> Piece {
+    if !b.starts_with(b"[pod/") {
+        return Piece::Absent;
+    }
+    // (Unicode's spaces include the vertical tab, which ASCII's do not)
+    let space = |c: u8| c.is_ascii_whitespace() || c == 0x0b;
+    let name = b[5..]
+        .iter()
+        .take_while(|&&c| c.is_ascii() && !(c == b'/' || c == b']' || space(c)))
+        .count();
+    let at = 5 + name;
+    let container = b[at + 1..]
+        .iter()
+        .take_while(|&&c| c.is_ascii() && !(c == b']' || space(c)))
+        .count();
+    let end = at + 1 + container;
+    if b.get(at).is_some_and(|c| !c.is_ascii()) || b.get(end).is_some_and(|c| !c.is_ascii()) {
+        Piece::Unsure
+    } else if name > 0 && b.get(at) == Some(&b'/') && container > 0 && b[end..].starts_with(b"] ") {
+        Piece::Ends(end + 2)
+    } else {
+        Piece::Absent
+    }
+}
+
+/// A container runtime's stamp at the start of `inner` (CRI `<ISO time><zone> stdout F `,
+/// kubectl `--timestamps` `<ISO time><zone> `) in ASCII: its length and time; None when the
+/// line does not start with one read by hand.
+fn runtime_stamp(inner: &str) -> Option<(usize, Option<i64>)> {
     let b = inner.as_bytes();
     let digits = |from: usize, to: usize| {
         b.get(from..to)
             .is_some_and(|d| d.iter().all(u8::is_ascii_digit))
     };
     let at = |i: usize, c: u8| b.get(i) == Some(&c);
-    // (no piece before the stamp starts with a digit: no srun task reads `YYYY-`)
     let fixed = digits(0, 4)
         && at(4, b'-')
         && digits(5, 7)
@@ -268,9 +425,6 @@ pub fn runtime_stamp(inner: &str) -> Option<(usize, Option<i64>)> {
     {
         len += 9;
     }
-    if !plain_after(&b[len..]) {
-        return None;
-    }
     let format = if zoned {
         Format::IsoOffset
     } else {
@@ -279,10 +433,14 @@ pub fn runtime_stamp(inner: &str) -> Option<(usize, Option<i64>)> {
     Some((len, stamp::parse(stamp, format)))
 }
 
+/// An ASCII byte of `[\w.\-]`.
+fn word(c: &u8) -> bool {
+    c.is_ascii_alphanumeric() || matches!(c, b'_' | b'.' | b'-')
+}
+
 /// Whether none of WRAP_RE's pieces after the stamps (a host's `[stdout]`, a Ray actor, a
 /// torchrun label) can start at `rest`'s first bytes (false when unsure: WRAP_RE decides).
 fn plain_after(rest: &[u8]) -> bool {
-    let word = |c: &u8| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'.' | b'-');
     match rest.first() {
         None => true,
         // a colour (`[36m`) before a Ray actor, `[default0]:`, `[rank3]:`
@@ -458,15 +616,16 @@ mod tests {
     }
 
     fn by_hand(text: &str) -> Option<Peeled<'_>> {
-        runtime_stamp(text).map(|(len, wrap_ts)| Peeled {
+        hand_peeled(text).map(|(len, wrap_ts, stream)| Peeled {
             wrap: Cow::Borrowed(&text[..len]),
             wrap_ts,
+            stream,
             ..Peeled::default()
         })
     }
 
     #[test]
-    fn runtime_stamps_read_by_hand_as_the_pattern_reads_them() {
+    fn wrappers_read_by_hand_as_the_pattern_reads_them() {
         let cases = [
             (
                 "2026-11-29T10:00:00.123456789Z stdout F [2026-11-29 10:00:00 TP0] x",
@@ -489,6 +648,17 @@ mod tests {
             ("2026-11-29T10:00:00.1234567890Z stdout F y", false),
             ("2026-11-29T10:00:00.12\u{663}Z stdout F y", false),
             ("2026-11-29T10:00:00+0530 stdout F y", false),
+            ("sglang-1  | [2026-11-29 10:00:00 TP0] x", true),
+            ("17: [2026-11-29 10:00:00 TP0] x", true),
+            ("[pod/sglang-0/sglang] [2026-11-29 10:00:00 TP0] x", true),
+            ("[pod/sglang-0/sglang] 2026-11-29T10:00:00Z x", true),
+            (
+                "sglang-1  | 3: [pod/a/b] 2026-11-29T10:00:00Z stdout F x",
+                true,
+            ),
+            ("sglang-1  | [12] x", false),
+            ("sglang-1  | INFO 11-29 10:00:00 x.py:1] y", false),
+            ("Traceback (most recent call last):", false),
         ];
         for (line, hand) in cases {
             assert_eq!(by_hand(line).is_some(), hand, "{line}");
@@ -514,6 +684,31 @@ mod tests {
                 ".{0,4}",
             )
         ) {
+            if let Some(peeled) = by_hand(&line) {
+                proptest::prop_assert_eq!(Some(peeled), by_pattern(&line), "{:?}", line);
+            }
+        }
+
+        #[test]
+        fn wrappers_read_by_hand_are_what_the_pattern_reads(
+            lead in proptest::option::weighted(0.3, "|\\x1b\\[2K|\\r"),
+            compose in proptest::option::weighted(0.3, "|sglang-1  \\| |sglang_12 \\| |web\\.app-3   \\| |sglang-x  \\| |\\x{e9}-1  \\| |sglang-1 \\|x|a-1\\| |a-\\x{663} \\| |INFO-1 \\| "),
+            task in proptest::option::weighted(0.3, "|17: |123456: |3:|\\x{663}: |12345: "),
+            junk in proptest::option::weighted(0.3, "|\\x00|\\x1b\\[0m"),
+            viewer in proptest::option::weighted(0.3, "|\\[12\\] |\\[1234567890\\] |\\[\\x{663}\\] |\\[12\\]x"),
+            pod in proptest::option::weighted(0.3, "|\\[pod/sglang-0/sglang\\] |\\[pod/a/b/c\\] |\\[pod/x y/z\\] |\\[pod//z\\] |\\[pod/\\x{e9}/z\\] |\\[pod/a/b\\]x|\\[pod/a\\x0b/b\\] |\\[pod/a/b\\x{a0}\\] "),
+            stamp in proptest::option::weighted(0.3, concat!(
+                "|2026-11-29T10:00:00Z stdout F |2026-11-29T10:00:00\\.5\\+01:00 |2026-11-29 10:00:00\\.123  host ",
+                "|\\[2026-11-29T10:00:00\\.000Z\\] |INFO 11-29 10:00:00 x\\.py:1\\] |2026-11-29 10:00:00,123 - a - INFO - ",
+                "|1764410400000000000\\t2026-11-29T10:00:00Z\\t|2026-11-29T10:00:00Z|DEBUG |\\[2026-11-29 10:00:00\\] ",
+            )),
+            after in proptest::option::weighted(0.3, "|node1 \\[stdout\\] |\\(Actor pid=3\\) |\\[36m\\(Actor pid=3\\) |\\[default0\\]:|\\[rank2\\]:|0:\\[default1\\]:|host/3 \\[default0\\]:| x"),
+            body in proptest::option::weighted(0.8, "|\\[2026-11-29 10:00:00 TP0\\] x|host:1:2 \\[0\\] NCCL INFO y|Traceback|\\x{e9}|12: x|\\[2026-11-29T10:00:00Z\\] y|[a-z]{1,3}"),
+        ) {
+            let line: String = [lead, compose, task, junk, viewer, pod, stamp, after, body]
+                .into_iter()
+                .flatten()
+                .collect();
             if let Some(peeled) = by_hand(&line) {
                 proptest::prop_assert_eq!(Some(peeled), by_pattern(&line), "{:?}", line);
             }
