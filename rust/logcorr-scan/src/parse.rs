@@ -141,7 +141,14 @@ pub fn parse_into(
         let clean = (0..lines.len())
             .filter(|&i| under[i].is_none())
             .filter_map(|i| quick[i].host(lines[i].text));
-        let starts = peeled.iter().filter_map(|w| parts::host_at_start(&w.body));
+        // (an NCCL line a fast path read starts with the host it read)
+        let starts = rest
+            .iter()
+            .zip(&peeled)
+            .filter_map(|(&i, w)| match quick[i] {
+                Quick::Nccl { .. } => quick[i].host(&w.body),
+                _ => parts::host_at_start(&w.body),
+            });
         for host in clean.chain(starts) {
             if hosts.last() != Some(&host) {
                 hosts.push(host);
@@ -1081,6 +1088,24 @@ mod fast_paths {
         "1764410400000000000\t2026-11-29T10:00:00Z\t",
         "[1234] ",
     ];
+
+    proptest! {
+        /// An NCCL line a fast path reads starts with the host that path reads.
+        #[test]
+        fn an_nccl_line_read_fast_starts_with_its_host(
+            line in concat!(
+                "[a-z\\[\\]\\x{e9}._-]{1,8}:[0-9\\x{663}]{1,3}:[0-9]{1,3} \\[[0-9]\\]",
+                "( [a-z./]{1,4}:[0-9]{1,2})? NCCL (INFO|WARN) ",
+                "(comm 0x1f rank 1 nranks 2|x)",
+            )
+        ) {
+            let mut heads = FxHashMap::default();
+            let q = fast(&line, &mut heads, &mut None);
+            if matches!(q, Quick::Nccl { .. }) {
+                prop_assert_eq!(q.host(&line), parts::host_at_start(&line), "{:?}", line);
+            }
+        }
+    }
 
     fn parsed(lines: &[Line<'_>], slower: u8) -> String {
         SLOWER.with(|s| s.set(slower));

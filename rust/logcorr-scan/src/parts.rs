@@ -48,10 +48,28 @@ fn nccl_glue(body: &str) -> bool {
 
 /// The host an NCCL header at the start of a body names (hosts known to the chunk).
 pub fn host_at_start(body: &str) -> Option<&str> {
+    if !host_may_start(body.as_bytes()) {
+        return None;
+    }
     p::NCCL_HOST_AT_START_RE
         .captures(body)
         .and_then(|c| c.get(1))
         .map(|m| m.as_str())
+}
+
+/// Whether an NCCL host may start `b` (what the pattern needs at least, in ASCII): a first word
+/// of host characters that a `:` ends, or a bare SGLang stamp `[YYYY-MM-DD HH:MM:SS(.mmm)?] `
+/// before one. A non-ASCII byte where these are read leaves it to the pattern.
+fn host_may_start(b: &[u8]) -> bool {
+    let host = |c: &u8| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'.' | b'-' | b'[' | b']');
+    let n = b.iter().take_while(|c| host(c)).count();
+    let word = b.get(n).is_some_and(|&c| c == b':' || !c.is_ascii());
+    let head = &b[..b.len().min(26)];
+    let stamp = b.first() == Some(&b'[')
+        && (!head.is_ascii()
+            || b.get(20) == Some(&b']')
+            || (b.get(20) == Some(&b'.') && b.get(24) == Some(&b']')));
+    word || stamp
 }
 
 /// Split a glued body into parts (`wrap`: the line's wrapper prefix, kept on part 0;
@@ -161,6 +179,21 @@ fn glued_hosts(parts: &mut [Part<'_>], hosts: &[String]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    proptest::proptest! {
+        #[test]
+        fn a_body_the_host_check_passes_over_names_no_host(
+            body in concat!(
+                "(\\[20[0-9\\x{663}]{2}-11-29 10:00:0[0-9](\\.[0-9]{3})?( TP0)?\\] |\\[x\\] |)",
+                "([a-z\\[\\]\\x{e9}._-]{0,8}(:[0-9]{1,3}){0,2}( \\[[0-9]\\] )?|x)",
+                ".{0,3}",
+            )
+        ) {
+            if !host_may_start(body.as_bytes()) {
+                proptest::prop_assert!(!p::NCCL_HOST_AT_START_RE.is_match(&body), "{:?}", body);
+            }
+        }
+    }
 
     #[test]
     fn a_glued_sglang_line_is_two_parts() {

@@ -13,10 +13,7 @@ use std::sync::LazyLock;
 
 use crate::patterns as p;
 use crate::stamp::{self, Format};
-use crate::text::{int, len_chars, slice_chars, Literal};
-use memchr::memmem::Finder;
-
-static COLON_SPACE: Literal = Literal::new(|| Finder::new(": "));
+use crate::text::{int, len_chars, slice_chars};
 
 /// A line's wrapper: what it is, where the body starts, and the fields it gives.
 #[derive(Debug, Default, Clone, PartialEq)]
@@ -39,9 +36,9 @@ pub struct Peeled<'a> {
 
 /// The `pdsh` host and the line under it (`inner`).
 pub fn pdsh(text: &str) -> (Option<&str>, &str) {
-    // (what the pattern needs at least: a letter first, then `: ` somewhere)
-    let maybe = text.as_bytes().first().is_some_and(u8::is_ascii_alphabetic)
-        && COLON_SPACE.find(text).is_some();
+    // (what the pattern needs at least: a letter first, then `: ` after the host's word,
+    // which may go on past ASCII)
+    let maybe = pdsh_maybe(text);
     if !maybe {
         return (None, text);
     }
@@ -52,6 +49,15 @@ pub fn pdsh(text: &str) -> (Option<&str>, &str) {
         }
         None => (None, text),
     }
+}
+
+/// Whether a line may start with a pdsh host: a letter first, then `: ` after the host's
+/// word (which may go on past ASCII).
+fn pdsh_maybe(text: &str) -> bool {
+    let b = text.as_bytes();
+    let n = b.iter().take_while(|c| word(c)).count();
+    b.first().is_some_and(u8::is_ascii_alphabetic)
+        && (b.get(n).is_some_and(|c| !c.is_ascii()) || b[n..].starts_with(b": "))
 }
 
 /// Whether a line under its pdsh host is a Docker json-file envelope.
@@ -467,8 +473,11 @@ fn plain_after(rest: &[u8]) -> bool {
                 None => true,
             }
         }
-        // a space or colour before a Ray actor or a torchrun label; a Unicode word
-        Some(c) => c.is_ascii() && !matches!(c, b' ' | 0x1b | b'('),
+        // (the Ray actor's and torchrun's pieces may start with one space: what follows it
+        // decides)
+        Some(b' ') => rest.get(1) == Some(&b' ') || plain_after(&rest[1..]),
+        // a colour before a Ray actor, the actor; a Unicode word
+        Some(c) => c.is_ascii() && !matches!(c, 0x1b | b'('),
     }
 }
 
@@ -690,6 +699,15 @@ mod tests {
         }
 
         #[test]
+        fn a_line_the_pdsh_check_passes_over_is_no_pdsh_line(
+            line in "[a-zé٣_.\\-]{0,6}[:é ]{0,2}(\\[2026-11-29 |\\[rank1\\]:|h:1:2 \\[0\\] |x|)"
+        ) {
+            if !pdsh_maybe(&line) {
+                proptest::prop_assert!(!p::PDSH_RE.is_match(&line), "{:?}", line);
+            }
+        }
+
+        #[test]
         fn wrappers_read_by_hand_are_what_the_pattern_reads(
             lead in proptest::option::weighted(0.3, "|\\x1b\\[2K|\\r"),
             compose in proptest::option::weighted(0.3, "|sglang-1  \\| |sglang_12 \\| |web\\.app-3   \\| |sglang-x  \\| |\\x{e9}-1  \\| |sglang-1 \\|x|a-1\\| |a-\\x{663} \\| |INFO-1 \\| "),
@@ -702,7 +720,7 @@ mod tests {
                 "|\\[2026-11-29T10:00:00\\.000Z\\] |INFO 11-29 10:00:00 x\\.py:1\\] |2026-11-29 10:00:00,123 - a - INFO - ",
                 "|1764410400000000000\\t2026-11-29T10:00:00Z\\t|2026-11-29T10:00:00Z|DEBUG |\\[2026-11-29 10:00:00\\] ",
             )),
-            after in proptest::option::weighted(0.3, "|node1 \\[stdout\\] |\\(Actor pid=3\\) |\\[36m\\(Actor pid=3\\) |\\[default0\\]:|\\[rank2\\]:|0:\\[default1\\]:|host/3 \\[default0\\]:| x"),
+            after in proptest::option::weighted(0.3, "|node1 \\[stdout\\] |  File|  |   x| \\(A pid=1\\) | \\x1b\\[0m| 3:\\[default0\\]:| h/1 \\[default0\\]:| \\[rank0\\]:| \\[36m\\(A pid=1\\) |\\(Actor pid=3\\) |\\[36m\\(Actor pid=3\\) |\\[default0\\]:|\\[rank2\\]:|0:\\[default1\\]:|host/3 \\[default0\\]:| x"),
             body in proptest::option::weighted(0.8, "|\\[2026-11-29 10:00:00 TP0\\] x|host:1:2 \\[0\\] NCCL INFO y|Traceback|\\x{e9}|12: x|\\[2026-11-29T10:00:00Z\\] y|[a-z]{1,3}"),
         ) {
             let line: String = [lead, compose, task, junk, viewer, pod, stamp, after, body]
