@@ -289,14 +289,70 @@ pub fn hand_peeled(inner: &str) -> Option<(usize, Option<i64>, Option<String>)> 
         }
         _ => {}
     }
+    // (a host's `[stdout] ` cannot start with the Ray actor's `(`)
+    let ray = match ray_at(&b[at..]) {
+        Piece::Ends(end) => {
+            let actor = inner[at + 1..at + end].trim_end_matches([')', ' ']);
+            at += end;
+            Some(actor)
+        }
+        Piece::Absent => None,
+        Piece::Unsure => return None,
+    };
     if at == 0 || !plain_after(&b[at..]) {
         return None;
     }
     let stream = pod
+        .or(ray)
         .map(str::to_string)
         .or_else(|| task.map(|t| format!("task={t}")))
         .or_else(|| compose.map(str::to_string));
     Some((at, wrap_ts, stream))
+}
+
+/// A Ray actor `(NAME pid=N)` or `(NAME pid=N, ip=IP)` at the start, and one space after it;
+/// unsure where a colour could follow it.
+fn ray_at(b: &[u8]) -> Piece {
+    if b.first() != Some(&b'(') {
+        return Piece::Absent;
+    }
+    let name = b[1..]
+        .iter()
+        .take_while(|c| c.is_ascii_alphanumeric() || **c == b'_')
+        .count();
+    let mut at = 1 + name;
+    if name == 0 || !b[at..].starts_with(b" pid=") {
+        return match b.get(at) {
+            Some(c) if !c.is_ascii() => Piece::Unsure,
+            _ => Piece::Absent,
+        };
+    }
+    at += 5;
+    let pid = b[at..].iter().take_while(|c| c.is_ascii_digit()).count();
+    at += pid;
+    if b[at..].starts_with(b", ip=") {
+        let ip = b[at + 5..]
+            .iter()
+            .take_while(|c| word(c) || **c == b':')
+            .count();
+        if ip > 0 && b.get(at + 5 + ip) == Some(&b')') {
+            at += 5 + ip;
+        } else if b.get(at + 5 + ip).is_some_and(|c| !c.is_ascii()) {
+            return Piece::Unsure;
+        }
+    }
+    match b.get(at) {
+        Some(b')') if pid > 0 => {}
+        Some(c) if !c.is_ascii() => return Piece::Unsure,
+        _ => return Piece::Absent,
+    }
+    at += 1;
+    // (` ?COLOUR` may follow, then one space)
+    let rest = &b[at..];
+    if colour_at(rest) || (rest.first() == Some(&b' ') && colour_at(&rest[1..])) {
+        return Piece::Unsure;
+    }
+    Piece::Ends(at + usize::from(rest.first() == Some(&b' ')))
 }
 
 /// `[A-Za-z][\w.\-]*[-_]\d+ +\| ` at the start.
@@ -439,6 +495,20 @@ fn runtime_stamp(inner: &str) -> Option<(usize, Option<i64>)> {
     Some((len, stamp::parse(stamp, format)))
 }
 
+/// Whether a colour (`ESC[…`, or a bare `[36m`) may start `b`.
+fn colour_at(b: &[u8]) -> bool {
+    let n = b
+        .iter()
+        .skip(1)
+        .take_while(|c| c.is_ascii_digit() || **c == b';')
+        .count();
+    match b.first() {
+        Some(0x1b) => true,
+        Some(b'[') => (1..=6).contains(&n) && b.get(1 + n) == Some(&b'm'),
+        _ => false,
+    }
+}
+
 /// An ASCII byte of `[\w.\-]`.
 fn word(c: &u8) -> bool {
     c.is_ascii_alphanumeric() || matches!(c, b'_' | b'.' | b'-')
@@ -450,14 +520,7 @@ fn plain_after(rest: &[u8]) -> bool {
     match rest.first() {
         None => true,
         // a colour (`[36m`) before a Ray actor, `[default0]:`, `[rank3]:`
-        Some(b'[') => {
-            let n = rest[1..]
-                .iter()
-                .take_while(|c| c.is_ascii_digit() || **c == b';')
-                .count();
-            let colour = (1..=6).contains(&n) && rest.get(1 + n) == Some(&b'm');
-            !(colour || matches!(rest.get(1), Some(b'd' | b'r')))
-        }
+        Some(b'[') => !(colour_at(rest) || matches!(rest.get(1), Some(b'd' | b'r'))),
         // a host before `[stdout] `, `node/3 [default0]:`, `12:[default0]:` (a word in
         // Unicode's sense goes on past ASCII)
         Some(c) if word(c) => {
@@ -668,6 +731,12 @@ mod tests {
             ("sglang-1  | [12] x", false),
             ("sglang-1  | INFO 11-29 10:00:00 x.py:1] y", false),
             ("Traceback (most recent call last):", false),
+            (
+                "(SchedulerActor pid=4242, ip=10.0.0.3) [2026-11-29 10:00:00 TP0] x",
+                true,
+            ),
+            ("(WorkerDict pid=859188) step 3", true),
+            ("(WorkerDict pid=859188) \u{1b}[0m step 3", false),
         ];
         for (line, hand) in cases {
             assert_eq!(by_hand(line).is_some(), hand, "{line}");
@@ -720,7 +789,7 @@ mod tests {
                 "|\\[2026-11-29T10:00:00\\.000Z\\] |INFO 11-29 10:00:00 x\\.py:1\\] |2026-11-29 10:00:00,123 - a - INFO - ",
                 "|1764410400000000000\\t2026-11-29T10:00:00Z\\t|2026-11-29T10:00:00Z|DEBUG |\\[2026-11-29 10:00:00\\] ",
             )),
-            after in proptest::option::weighted(0.3, "|node1 \\[stdout\\] |  File|  |   x| \\(A pid=1\\) | \\x1b\\[0m| 3:\\[default0\\]:| h/1 \\[default0\\]:| \\[rank0\\]:| \\[36m\\(A pid=1\\) |\\(Actor pid=3\\) |\\[36m\\(Actor pid=3\\) |\\[default0\\]:|\\[rank2\\]:|0:\\[default1\\]:|host/3 \\[default0\\]:| x"),
+            after in proptest::option::weighted(0.3, "|\\(A pid=1, ip=10\\.0\\.0\\.1\\) |\\(A_1 pid=1, ip=fe80::1\\)|\\(A pid=1\\)x|\\(A pid=1\\) \\x1b\\[0m|\\(A pid=1\\) \\[36m|\\(A\\x{e9} pid=1\\) |\\(A pid=\\x{663}\\) |\\(A pid=1, ip=a b\\) |\\(A pid=1\\)  |\\(A pid=\\) |\\(A pid=1, ip=\\x{e9}\\) |\\(A pid=1\\)\\[rank0\\]:|\\(A pid=1\\) \\[default0\\]:|node1 \\[stdout\\] |  File|  |   x| \\(A pid=1\\) | \\x1b\\[0m| 3:\\[default0\\]:| h/1 \\[default0\\]:| \\[rank0\\]:| \\[36m\\(A pid=1\\) |\\(Actor pid=3\\) |\\[36m\\(Actor pid=3\\) |\\[default0\\]:|\\[rank2\\]:|0:\\[default1\\]:|host/3 \\[default0\\]:| x"),
             body in proptest::option::weighted(0.8, "|\\[2026-11-29 10:00:00 TP0\\] x|host:1:2 \\[0\\] NCCL INFO y|Traceback|\\x{e9}|12: x|\\[2026-11-29T10:00:00Z\\] y|[a-z]{1,3}"),
         ) {
             let line: String = [lead, compose, task, junk, viewer, pod, stamp, after, body]
