@@ -4,7 +4,8 @@
 
 Logs are mostly read as a collector or a launcher left them: every line behind a container
 runtime's stamp (CRI files under /var/log/pods, `kubectl logs --timestamps`), kubectl's
-`--prefix`, a docker compose service, an srun task label or a Ray actor. This makes a copy of
+`--prefix`, a docker compose service, an srun task label, a Ray actor, or in Docker's json-file
+envelope (`{"log":"…\\n","stream":"stdout","time":"…"}`). This makes a copy of
 run.py's set (DATA/sets/SIZE, generated when absent) under each of those wrappers
 (DATA/sets/SIZE-WRAPPER, made once) and times `logcorr analyze` on each in the same run, beside
 lnav on the plain set. Times are the best of `--repeat` runs; compare rows within one run.
@@ -13,6 +14,7 @@ lnav on the plain set. Times are the best of `--repeat` runs; compare rows withi
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
@@ -28,6 +30,7 @@ WRAPPERS = {
     "compose": "sglang-{n}  | ",
     "srun": "{n}: ",
     "ray": "(SchedulerActor pid={pid}, ip=10.0.0.{n}) ",
+    "docker": "{json}",
 }
 
 
@@ -43,6 +46,11 @@ def wrapped_set(plain: Path, name: str, shape: str) -> Path:
         n = int("".join(c for c in source.stem if c.isdigit()) or 0)
         with source.open("rb") as lines, (folder / "logs" / source.name).open("wb") as out:
             for i, line in enumerate(lines):
+                if shape == "{json}":
+                    log = json.dumps(line.decode(errors="replace"), ensure_ascii=False)
+                    stamp = f"2026-11-29T10:{(i // 60_000) % 60:02d}:{(i // 1000) % 60:02d}Z"
+                    out.write(f'{{"log":{log},"stream":"stdout","time":"{stamp}"}}\n'.encode())
+                    continue
                 prefix = shape.format(n=n, pid=4000 + n, m=(i // 60_000) % 60,
                                       s=(i // 1000) % 60, us=i % 1_000_000)
                 out.write(prefix.encode() + line)

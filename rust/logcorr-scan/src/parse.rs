@@ -111,21 +111,22 @@ pub fn parse_into(
     rest.extend((0..lines.len()).filter(|&i| matches!(quick[i], Quick::Rest)));
     let mut peeled: Vec<Peeled<'_>> = recycle(std::mem::take(&mut scratch.peeled));
     peeled.extend(rest.iter().map(|&i| wrappers::peel(lines[i].text)));
-    // a wrapped line whose body a fast path reads takes that path (a Docker envelope's
-    // decoded body excepted): `under[i]`, its wrapper's place in `peeled`
+    // a wrapped line whose body a fast path reads takes that path: `under[i]`, its wrapper's
+    // place in `peeled` (a Docker envelope's decoded body is read with its own header table)
     let under = &mut scratch.under;
     under.clear();
     under.resize(lines.len(), None);
     for (k, (&i, w)) in rest.iter().zip(&peeled).enumerate() {
-        if let (false, Cow::Borrowed(body)) = (w.wrap.is_empty(), &w.body) {
-            if !fast_under_wrappers() {
-                break;
-            }
-            let q = fast(body, &mut heads, &mut stamp);
-            if !matches!(q, Quick::Rest) {
-                quick[i] = q;
-                under[i] = Some(k);
-            }
+        if (w.wrap.is_empty() && !w.json) || !fast_under_wrappers() {
+            continue;
+        }
+        let q = match &w.body {
+            Cow::Borrowed(body) => fast(body, &mut heads, &mut stamp),
+            Cow::Owned(body) => fast(body, &mut FxHashMap::default(), &mut None),
+        };
+        if !matches!(q, Quick::Rest) {
+            quick[i] = q;
+            under[i] = Some(k);
         }
     }
     let slow = |k: usize| matches!(quick[rest[k]], Quick::Rest);
@@ -1087,7 +1088,25 @@ mod fast_paths {
         "[2026-11-29T10:00:00.000Z] ",
         "1764410400000000000\t2026-11-29T10:00:00Z\t",
         "[1234] ",
+        "{json}",
+        "gpu-node-5: {json}",
     ];
+
+    /// `body` behind `wrapper` (`{json}`: in a Docker json-file envelope).
+    fn wrapped(wrapper: &str, body: &str) -> String {
+        match wrapper.strip_suffix("{json}") {
+            Some(before) => {
+                let log = body
+                    .replace('\\', "\\\\")
+                    .replace('"', "\\\"")
+                    .replace('\u{1b}', "\\u001b");
+                format!(
+                    "{before}{{\"log\":\"{log}\\n\",\"stream\":\"stdout\",\"time\":\"2026-11-29T10:00:00.5Z\"}}"
+                )
+            }
+            None => format!("{wrapper}{body}"),
+        }
+    }
 
     proptest! {
         /// An NCCL line a fast path reads starts with the host that path reads.
@@ -1123,7 +1142,7 @@ mod fast_paths {
         ) {
             let texts: Vec<String> = picks
                 .iter()
-                .map(|&(wrapper, body, _)| format!("{}{}", WRAPPERS[wrapper], BODIES[body]))
+                .map(|&(wrapper, body, _)| wrapped(WRAPPERS[wrapper], BODIES[body]))
                 .collect();
             let mut line_of = [0u32; 2];
             let lines: Vec<Line<'_>> = picks

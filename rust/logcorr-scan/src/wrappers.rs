@@ -60,6 +60,78 @@ fn pdsh_maybe(text: &str) -> bool {
         && (b.get(n).is_some_and(|c| !c.is_ascii()) || b[n..].starts_with(b": "))
 }
 
+/// A Docker envelope's `log` string, raw (DOCKER_LOG_RE's group): up to the first quote no
+/// backslash escapes; None when none ends it.
+fn docker_log(inner: &str) -> Option<&str> {
+    const START: usize = "{\"log\":\"".len();
+    let b = inner.as_bytes();
+    let mut at = START;
+    loop {
+        at += memchr::memchr2(b'"', b'\\', b.get(at..)?)?;
+        if b[at] == b'"' {
+            return Some(&inner[START..at]);
+        }
+        // (an escape takes the character after it, a line end excepted; a character's other
+        // bytes are neither a quote nor a backslash)
+        match b.get(at + 1) {
+            Some(b'\n') | None => return None,
+            Some(_) => at += 2,
+        }
+    }
+}
+
+/// A Docker envelope's time (DOCKER_TIME_RE's group): the first `"time":"` that an ISO time in
+/// UTC and a quote follow, read by hand in ASCII (a non-ASCII byte where a digit is read leaves
+/// it to the pattern).
+fn docker_time(inner: &str) -> Option<&str> {
+    const KEY: &[u8] = b"\"time\":\"";
+    let b = inner.as_bytes();
+    for key in memchr::memmem::find_iter(b, KEY) {
+        let t = &b[key + KEY.len()..];
+        let shape = b"dddd-dd-ddTdd:dd:dd";
+        let mut fits = t.len() > shape.len();
+        for (i, &want) in shape.iter().enumerate() {
+            match t.get(i) {
+                Some(c) if !c.is_ascii() => return pattern_time(inner),
+                Some(c) if want == b'd' && c.is_ascii_digit() => {}
+                Some(c) if want != b'd' && *c == want => {}
+                _ => fits = false,
+            }
+            if !fits {
+                break;
+            }
+        }
+        if !fits {
+            continue;
+        }
+        let mut end = shape.len();
+        if t[end] == b'.' {
+            let n = t[end + 1..]
+                .iter()
+                .take_while(|c| c.is_ascii_digit())
+                .count();
+            if t.get(end + 1 + n).is_some_and(|c| !c.is_ascii()) {
+                return pattern_time(inner);
+            }
+            if !(1..=9).contains(&n) {
+                continue;
+            }
+            end += 1 + n;
+        }
+        if t[end..].starts_with(b"Z\"") {
+            return Some(&inner[key + KEY.len()..key + KEY.len() + end + 1]);
+        }
+    }
+    None
+}
+
+fn pattern_time(inner: &str) -> Option<&str> {
+    p::DOCKER_TIME_RE
+        .captures(inner)
+        .and_then(|c| c.get(1))
+        .map(|m| m.as_str())
+}
+
 /// Whether a line under its pdsh host is a Docker json-file envelope.
 pub fn is_docker(inner: &str) -> bool {
     inner.starts_with("{\"log\":\"")
@@ -74,14 +146,8 @@ pub fn peel(text: &str) -> Peeled<'_> {
     let mut inner: Cow<'_, str> = Cow::Borrowed(inner);
     let mut envelope_time = None;
     if docker {
-        envelope_time = p::DOCKER_TIME_RE
-            .captures(&inner)
-            .and_then(|c| c.get(1))
-            .and_then(|t| stamp::parse(t.as_str(), Format::IsoZ));
-        let decoded = p::DOCKER_LOG_RE
-            .captures(&inner)
-            .and_then(|c| c.get(1))
-            .map(|raw| decode_json(raw.as_str()));
+        envelope_time = docker_time(&inner).and_then(|t| stamp::parse(t, Format::IsoZ));
+        let decoded = docker_log(&inner).map(decode_json);
         if let Some(decoded) = decoded {
             out.json = true;
             inner = Cow::Owned(decoded);
@@ -799,6 +865,23 @@ mod tests {
             if let Some(peeled) = by_hand(&line) {
                 proptest::prop_assert_eq!(Some(peeled), by_pattern(&line), "{:?}", line);
             }
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn a_docker_envelope_read_by_hand_is_what_the_patterns_read(
+            log in "([a-z é\\x{663}]|\\\\[\"\\\\nu]|\\\\\\x{e9}){0,6}(\\\\|\\\\\\n|)",
+            end in "\"?",
+            keys in proptest::collection::vec(concat!(
+                ",\"(time|tim|stream)\":\"",
+                "(20[0-9\\x{663}]{2}-11-29T10:00:0[0-9](\\.[0-9\\x{663}]{0,11})?[Z+]?\"?|stdout\")",
+            ), 0..3),
+        ) {
+            let line = format!("{{\"log\":\"{log}{end}{}}}", keys.concat());
+            let log_re = p::DOCKER_LOG_RE.captures(&line).and_then(|c| c.get(1)).map(|m| m.as_str());
+            proptest::prop_assert_eq!(docker_log(&line), log_re, "{:?}", line);
+            proptest::prop_assert_eq!(docker_time(&line), pattern_time(&line), "{:?}", line);
         }
     }
 
