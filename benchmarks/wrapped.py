@@ -1,14 +1,16 @@
 """The default view and the parquet export of one set, plain and under each common wrapper.
 
-    python benchmarks/wrapped.py [--size 2M] [--data DIR] [--repeat N] [--parquet]
+    python benchmarks/wrapped.py [--size 2M] [--data DIR] [--repeat N] [--parquet] [--only NAME,...]
 
 Logs are mostly read as a collector or a launcher left them: every line behind a container
 runtime's stamp (CRI files under /var/log/pods, `kubectl logs --timestamps`), kubectl's
-`--prefix`, a docker compose service, an srun task label, a Ray actor, or in Docker's json-file
-envelope (`{"log":"…\\n","stream":"stdout","time":"…"}`). This makes a copy of
-run.py's set (DATA/sets/SIZE, generated when absent) under each of those wrappers
-(DATA/sets/SIZE-WRAPPER, made once) and times `logcorr analyze` on each in the same run, beside
-lnav on the plain set. Times are the best of `--repeat` runs; compare rows within one run.
+`--prefix`, a docker compose service, an srun task label, a Ray actor, torchrun's `--tee` label
+(`[default3]:`), or in Docker's json-file envelope
+(`{"log":"…\\n","stream":"stdout","time":"…"}`). This makes a copy of run.py's set
+(DATA/sets/SIZE, generated when absent) under each of those wrappers (DATA/sets/SIZE-WRAPPER,
+made once) and times `logcorr analyze` on each in the same run, beside lnav on the plain set
+(`--only`: the plain set and the wrappers named). Times are the best of `--repeat` runs; compare
+rows within one run.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ WRAPPERS = {
     "srun": "{n}: ",
     "ray": "(SchedulerActor pid={pid}, ip=10.0.0.{n}) ",
     "docker": "{json}",
+    "torchrun": "[default{n}]:",
 }
 
 
@@ -64,6 +67,7 @@ def main() -> int:
     parser.add_argument("--data", type=Path, default=Path("/work/bench-data"))
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--parquet", action="store_true", help="also time the parquet export")
+    parser.add_argument("--only", help="these wrappers (comma-separated names) beside the plain set")
     args = parser.parse_args()
     plain, files, lines, size = run.ensure_set(args.data, args.size, run.parse_size(args.size))
     lnav = run.ensure_lnav(install=True)
@@ -75,8 +79,12 @@ def main() -> int:
         rows.append(("plain", "lnav", f"{peer.seconds:.2f}", "1.00x", f"{peer.peak_rss >> 20}"))
     else:
         peer = None
+    only = set(args.only.split(",")) if args.only else set(WRAPPERS)
+    if only - set(WRAPPERS):
+        parser.error(f"--only: no wrapper named {', '.join(sorted(only - set(WRAPPERS)))}; "
+                     f"choose from {', '.join(WRAPPERS)}")
     sets = {"plain": plain} | {name: wrapped_set(plain, name, shape)
-                               for name, shape in WRAPPERS.items()}
+                               for name, shape in WRAPPERS.items() if name in only}
     formats = [("text view", [])]
     if args.parquet:
         formats.append(("parquet", ["--format", "parquet", "-o", str(args.data / "wrapped.parquet")]))

@@ -1079,6 +1079,8 @@ mod fast_paths {
         "17: ",
         "3: [default0]:[rank3]:",
         "[default1]:",
+        "[default2]:[rank5]: ",
+        "[rank0]:[rank1]:",
         "(SchedulerActor pid=4242, ip=10.0.0.3) ",
         "\u{1b}[36m(SchedulerActor pid=4242)\u{1b}[0m ",
         "gpu-node-5: ",

@@ -154,10 +154,11 @@ pub fn peel(text: &str) -> Peeled<'_> {
         }
     }
     let mut wlen = 0;
-    if let Some((len, ts, stream)) = hand_peeled(&inner) {
-        wlen = len;
-        out.wrap_ts = ts;
-        out.stream = stream;
+    if let Some(hand) = hand_peeled(&inner) {
+        wlen = hand.len;
+        out.wrap_ts = hand.wrap_ts;
+        out.stream = hand.stream;
+        out.torch_rank = hand.torch_rank;
     } else if p::WRAP_STARTS_RE.is_match(&inner) {
         wlen = wrapper_fields(&inner, &mut out);
     }
@@ -288,14 +289,26 @@ enum Piece {
     Unsure,
 }
 
+/// What `hand_peeled` read of a line's wrapper, as WRAP_RE gives it.
+#[derive(Debug, Default, PartialEq)]
+pub struct HandPeeled {
+    /// the prefix's length (bytes)
+    pub len: usize,
+    /// the runtime stamp's time in UTC
+    pub wrap_ts: Option<i64>,
+    pub stream: Option<String>,
+    /// the last `[rankN]:` of a torch label
+    pub torch_rank: Option<i32>,
+}
+
 /// The commonest wrappers read by hand, in WRAP_RE's order: a docker compose service
-/// (`sglang-1  | `), an srun task (`17: `), kubectl's pod (`[pod/NAME/CONTAINER] `) and a
+/// (`sglang-1  | `), an srun task (`17: `), kubectl's pod (`[pod/NAME/CONTAINER] `), a
 /// container runtime's stamp (CRI `<ISO time><zone> stdout F `, kubectl `--timestamps`
-/// `<ISO time><zone> `), each optional, all in ASCII, with nothing before, between or after
-/// them that another of WRAP_RE's pieces could read. The prefix's length (bytes), the stamp's
-/// time in UTC and the stream, as WRAP_RE gives them; None leaves the line to WRAP_RE (which
-/// decides every other line).
-pub fn hand_peeled(inner: &str) -> Option<(usize, Option<i64>, Option<String>)> {
+/// `<ISO time><zone> `), a Ray actor and a torch label (torchrun's `[default3]:`, torch's
+/// `[rank3]:`), each optional, all in ASCII, with nothing before, between or after them that
+/// another of WRAP_RE's pieces could read. None leaves the line to WRAP_RE (which decides
+/// every other line).
+pub fn hand_peeled(inner: &str) -> Option<HandPeeled> {
     let b = inner.as_bytes();
     // (control sequences and a carriage return before the wrapper)
     if matches!(b.first(), Some(0x1b | b'\r')) {
@@ -365,15 +378,116 @@ pub fn hand_peeled(inner: &str) -> Option<(usize, Option<i64>, Option<String>)> 
         Piece::Absent => None,
         Piece::Unsure => return None,
     };
-    if at == 0 || !plain_after(&b[at..]) {
+    // (a torch label starting with `[`: nothing but it can start there, as a host before
+    // `[stdout] ` starts with a word and a Ray actor with `(`, a space or a colour)
+    let label = match torch_label_at(&b[at..]) {
+        Piece::Ends(end) => {
+            let label = TorchLabel::of(&inner[at..at + end]);
+            at += end;
+            Some(label)
+        }
+        Piece::Absent => None,
+        Piece::Unsure => return None,
+    };
+    if at == 0 || (label.is_none() && !plain_after(&b[at..])) {
         return None;
     }
-    let stream = pod
+    let mut stream = pod
         .or(ray)
         .map(str::to_string)
         .or_else(|| task.map(|t| format!("task={t}")))
         .or_else(|| compose.map(str::to_string));
-    Some((at, wrap_ts, stream))
+    let label = label.unwrap_or_default();
+    // torchrun's `--tee` label: one worker's output inside the stream of its agent
+    if let Some(local) = label.local {
+        stream = Some(match stream {
+            Some(outer) => format!("{outer} {local}"),
+            None => local.to_string(),
+        });
+    }
+    Some(HandPeeled {
+        len: at,
+        wrap_ts,
+        stream,
+        torch_rank: label.rank.and_then(int),
+    })
+}
+
+/// A torch label WRAP_RE reads at the start of `b` (`[default3]:`, `[rank11]:`,
+/// `[default3]:[rank11]: `), when `b` starts with `[` (one that starts with a space, a host's
+/// `node/3 ` or an agent's `12:` is not read here: `plain_after` sends it to WRAP_RE).
+///
+/// In the pattern's order: `[defaultN]:` then one or more `[rankN]:` and a space; else
+/// `[defaultN]:` alone; else none.
+fn torch_label_at(b: &[u8]) -> Piece {
+    if b.first() != Some(&b'[') {
+        return Piece::Absent;
+    }
+    let local = match bracketed(b, b"[default") {
+        Piece::Ends(end) => Some(end),
+        Piece::Absent => None,
+        Piece::Unsure => return Piece::Unsure,
+    };
+    let mut at = local.unwrap_or(0);
+    let mut ranks = 0;
+    loop {
+        match bracketed(&b[at..], b"[rank") {
+            Piece::Ends(end) => {
+                at += end;
+                ranks += 1;
+            }
+            Piece::Absent => break,
+            Piece::Unsure => return Piece::Unsure,
+        }
+    }
+    if ranks > 0 {
+        Piece::Ends(at + usize::from(b.get(at) == Some(&b' ')))
+    } else {
+        local.map_or(Piece::Absent, Piece::Ends)
+    }
+}
+
+/// `{open}\d+\]:` at the start (`open`: `[default`, `[rank`).
+fn bracketed(b: &[u8], open: &[u8]) -> Piece {
+    if !b.starts_with(open) {
+        return Piece::Absent;
+    }
+    let digits = b[open.len()..]
+        .iter()
+        .take_while(|c| c.is_ascii_digit())
+        .count();
+    let end = open.len() + digits;
+    if b.get(end).is_some_and(|c| !c.is_ascii()) {
+        // (a Unicode digit)
+        Piece::Unsure
+    } else if digits > 0 && b[end..].starts_with(b"]:") {
+        Piece::Ends(end + 2)
+    } else {
+        Piece::Absent
+    }
+}
+
+/// The local rank (`defaultN`) and last rank's number a torch label holds.
+#[derive(Default)]
+struct TorchLabel<'a> {
+    local: Option<&'a str>,
+    rank: Option<&'a str>,
+}
+
+impl<'a> TorchLabel<'a> {
+    /// `label`: what `torch_label_at` read.
+    fn of(label: &'a str) -> TorchLabel<'a> {
+        let local = label
+            .strip_prefix('[')
+            .filter(|l| l.starts_with("default"))
+            .and_then(|l| l.split_once(']'))
+            .map(|(local, _)| local);
+        let rank = label
+            .trim_end_matches(' ')
+            .rsplit_once("[rank")
+            .and_then(|(_, r)| r.strip_suffix("]:"));
+        TorchLabel { local, rank }
+    }
 }
 
 /// A Ray actor `(NAME pid=N)` or `(NAME pid=N, ip=IP)` at the start, and one space after it;
@@ -754,10 +868,11 @@ mod tests {
     }
 
     fn by_hand(text: &str) -> Option<Peeled<'_>> {
-        hand_peeled(text).map(|(len, wrap_ts, stream)| Peeled {
-            wrap: Cow::Borrowed(&text[..len]),
-            wrap_ts,
-            stream,
+        hand_peeled(text).map(|hand| Peeled {
+            wrap: Cow::Borrowed(&text[..hand.len]),
+            wrap_ts: hand.wrap_ts,
+            stream: hand.stream,
+            torch_rank: hand.torch_rank,
             ..Peeled::default()
         })
     }
@@ -779,7 +894,7 @@ mod tests {
             ),
             ("2026-11-29T10:00:00Z stdout F ", true),
             ("2026-11-29T10:00:00Z stdout X y", true),
-            ("2026-11-29T10:00:00Z stdout F [rank3]: y", false),
+            ("2026-11-29T10:00:00Z stdout F [rank3]: y", true),
             ("2026-11-29T10:00:00Z stdout F [36m(Actor pid=1) y", false),
             ("2026-11-29T10:00:00Z stdout F node1 [stdout] y", false),
             ("2026-11-29T10:00:00Z stdout F 12:[default0]:y", false),
@@ -803,6 +918,30 @@ mod tests {
             ),
             ("(WorkerDict pid=859188) step 3", true),
             ("(WorkerDict pid=859188) \u{1b}[0m step 3", false),
+            (
+                "[rank3]:[E1129 10:00:00.123 ProcessGroupNCCL.cpp:1] x",
+                true,
+            ),
+            (
+                "[default3]:[rank11]: Traceback (most recent call last):",
+                true,
+            ),
+            ("[default1]:step 3 loss 2.25", true),
+            ("[default1]: step 3", true),
+            (
+                "2: [default0]:[rank16]:[W1129 10:00:01.000 x.cpp:1] y",
+                true,
+            ),
+            (
+                "(SchedulerActor pid=4242) [rank0]:[rank1]: [2026-11-29 10:00:00 TP0] x",
+                true,
+            ),
+            ("[pod/a/b] [default2]:x", true),
+            ("[rank\u{663}]: x", false),
+            ("[default0]:[rank1\u{663}]: x", false),
+            (" [rank0]: x", false),
+            ("3:[default0]: x", false),
+            ("[default]: x", false),
         ];
         for (line, hand) in cases {
             assert_eq!(by_hand(line).is_some(), hand, "{line}");
@@ -856,9 +995,17 @@ mod tests {
                 "|1764410400000000000\\t2026-11-29T10:00:00Z\\t|2026-11-29T10:00:00Z|DEBUG |\\[2026-11-29 10:00:00\\] ",
             )),
             after in proptest::option::weighted(0.3, "|\\(A pid=1, ip=10\\.0\\.0\\.1\\) |\\(A_1 pid=1, ip=fe80::1\\)|\\(A pid=1\\)x|\\(A pid=1\\) \\x1b\\[0m|\\(A pid=1\\) \\[36m|\\(A\\x{e9} pid=1\\) |\\(A pid=\\x{663}\\) |\\(A pid=1, ip=a b\\) |\\(A pid=1\\)  |\\(A pid=\\) |\\(A pid=1, ip=\\x{e9}\\) |\\(A pid=1\\)\\[rank0\\]:|\\(A pid=1\\) \\[default0\\]:|node1 \\[stdout\\] |  File|  |   x| \\(A pid=1\\) | \\x1b\\[0m| 3:\\[default0\\]:| h/1 \\[default0\\]:| \\[rank0\\]:| \\[36m\\(A pid=1\\) |\\(Actor pid=3\\) |\\[36m\\(Actor pid=3\\) |\\[default0\\]:|\\[rank2\\]:|0:\\[default1\\]:|host/3 \\[default0\\]:| x"),
-            body in proptest::option::weighted(0.8, "|\\[2026-11-29 10:00:00 TP0\\] x|host:1:2 \\[0\\] NCCL INFO y|Traceback|\\x{e9}|12: x|\\[2026-11-29T10:00:00Z\\] y|[a-z]{1,3}"),
+            torch in proptest::option::weighted(0.4, concat!(
+                "|\\[default0\\]:|\\[default12\\]:\\[rank3\\]:|\\[rank0\\]:\\[rank17\\]: |\\[rank2\\]: ",
+                "|\\[default3\\]:\\[rank11\\]:  |\\[default\\]:|\\[default\\x{663}\\]:|\\[rank\\x{663}\\]:",
+                "|\\[default0\\]:\\[rankx\\]:|\\[default0\\]:\\[rank1\\x{663}\\]:|\\[rank99999999999\\]:",
+                "|\\[default0\\]|\\[rank1\\]|\\[default0\\]: |\\[rank1\\]:\\[default0\\]:|\\[rank\\]:",
+                "|\\[default0\\]:\\[rank1\\]:\\[rank2\\]:x|\\[rank-1\\]:|\\[default0\\]:\\[default1\\]:| \\[rank0\\]:",
+                "|\\[r|\\[d|\\[default0\\]:\\[r",
+            )),
+            body in proptest::option::weighted(0.8, "|\\[2026-11-29 10:00:00 TP0\\] x|host:1:2 \\[0\\] NCCL INFO y|Traceback|\\x{e9}|12: x|\\[2026-11-29T10:00:00Z\\] y|[a-z]{1,3}|\\[rank1\\]: y|\\[E1129 10:00:00\\.1 a\\.cpp:1\\] z"),
         ) {
-            let line: String = [lead, compose, task, junk, viewer, pod, stamp, after, body]
+            let line: String = [lead, compose, task, junk, viewer, pod, stamp, after, torch, body]
                 .into_iter()
                 .flatten()
                 .collect();
