@@ -482,7 +482,7 @@ impl Gather {
         let held = SAYS.held(text);
         (held & 1 != 0 && s.child_died.is_match(text))
             || (held & 2 != 0 && s.glog_fatal.is_match(text))
-            || msg.is_some_and(|m| s.child_died.is_match(m))
+            || msg.is_some_and(|m| SAYS.held(m) & 1 != 0 && s.child_died.is_match(m))
     }
 }
 
@@ -651,6 +651,30 @@ mod tests {
             Literals::new(&many).expect("many"),
             Literals::Led(..)
         ));
+    }
+
+    #[test]
+    fn a_dead_child_is_read_in_the_text_or_in_a_message_the_text_does_not_hold() {
+        let child_died = format!(r"(?:^|[\s)\]]){}", crate::patterns::CHILD_DIED);
+        let selection =
+            Selection::new(&["Killed".to_string()], &child_died, r"\[F\d{4}", &[], 60).expect("ok");
+        let gather = Gather::new(selection);
+        assert!(gather.says("Process SpawnProcess-1:", None));
+        assert!(gather.says(
+            "sglang-1  | Process SpawnProcess-1:",
+            Some("Process SpawnProcess-1:")
+        ));
+        // (a Docker body's escapes decoded: the message holds what the text does not)
+        assert!(gather.says(
+            r#"{"log":"Process\u0020SpawnProcess-1:\n"}"#,
+            Some("Process SpawnProcess-1:")
+        ));
+        assert!(!gather.says(
+            "sglang-1  | Process SpawnProcess-1: x",
+            Some("Process SpawnProcess-1: x")
+        ));
+        assert!(!gather.says("sglang-1  | ProcessSpawn-1:", Some("ProcessSpawn-1:")));
+        assert!(gather.says("[F1129 10:00:00.1 x.cc:1] y", None));
     }
 
     fn row(line: u32, proc: Option<u32>, ts_full: Option<i64>) -> Counted {

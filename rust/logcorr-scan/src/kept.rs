@@ -230,14 +230,13 @@ fn decode_parts(bytes: &[u8], lines: &[Line<'_>], parts: usize) -> Option<Column
     columns.reserve(parts);
     let mut reader = Reader { bytes, at: 0 };
     let mut index = 0;
+    let mut fields = Fields::default();
     while reader.at < bytes.len() {
-        let (step, whole, mut fields) = reader.part()?;
-        index += step;
+        let part = reader.part(&mut fields)?;
+        index += part.step;
         let line = lines.get(index)?;
-        let at = whole.then_some(line.at);
-        if whole {
-            fields.text = Cow::Borrowed(line.text);
-        }
+        let at = part.whole.then_some(line.at);
+        part.place(&mut fields, line.text)?;
         columns.push(line.file_id, line.line, &fields, at);
     }
     (columns.len() == parts).then_some(columns)
@@ -311,9 +310,10 @@ impl Sink for Tee<'_> {
 }
 
 /// Append a part: how many lines on from the last part's it stands, its part number, family
-/// and flags (the two of `Fields` and whether it is its whole line), a mask of the optional
-/// fields present and their values, in the order of `Reader::part` (the text only when the
-/// part is not the whole line).
+/// and flags (the two of `Fields`, whether it is its whole line, whether its message is the
+/// end of its text), a mask of the optional fields present and their values, in the order of
+/// `Reader::part` (the text only when the part is not the whole line; the message's length
+/// only when it is the end of the text, as a wrapped line's is).
 pub fn encode_part(out: &mut Vec<u8>, step: usize, whole: bool, f: &Fields) {
     match u8::try_from(step) {
         Ok(step) if step < u8::MAX => out.push(step),
@@ -324,7 +324,17 @@ pub fn encode_part(out: &mut Vec<u8>, step: usize, whole: bool, f: &Fields) {
     }
     out.extend_from_slice(&f.part.to_le_bytes());
     out.push(source_code(f.source));
-    out.push(u8::from(f.main) | (u8::from(f.exc) << 1) | (u8::from(whole) << 2));
+    let tail = f
+        .msg
+        .as_deref()
+        .filter(|m| f.text.ends_with(m))
+        .map(str::len);
+    out.push(
+        u8::from(f.main)
+            | (u8::from(f.exc) << 1)
+            | (u8::from(whole) << 2)
+            | (u8::from(tail.is_some()) << 3),
+    );
     let mask_at = out.len();
     out.extend_from_slice(&[0; MASK_BYTES]);
     let mut w = Writer {
@@ -333,7 +343,10 @@ pub fn encode_part(out: &mut Vec<u8>, step: usize, whole: bool, f: &Fields) {
         bit: 0,
     };
     w.str(if whole { None } else { Some(&f.text) });
-    w.str(f.msg.as_deref());
+    match tail {
+        Some(len) => w.len(len),
+        None => w.str(f.msg.as_deref()),
+    }
     w.byte(f.role.map(role_code));
     w.flag(f.starts_record);
     w.i64(f.ts);
@@ -399,6 +412,12 @@ impl Writer<'_> {
         }
     }
 
+    /// A length (a message that is the end of the text).
+    fn len(&mut self, len: usize) {
+        self.present(true);
+        self.out.extend_from_slice(&(len as u32).to_le_bytes());
+    }
+
     fn i64(&mut self, value: Option<i64>) {
         if let (true, Some(value)) = (self.present(value.is_some()), value) {
             self.out.extend_from_slice(&value.to_le_bytes());
@@ -440,8 +459,9 @@ impl<'b> Reader<'b> {
     }
 
     /// A part: how many lines on it stands, whether it is its whole line (its text left to
-    /// the line), its fields.
-    fn part(&mut self) -> Option<(usize, bool, Fields<'b>)> {
+    /// the line), its fields (its message left to its text when it is the text's end).
+    #[inline(always)]
+    fn part(&mut self, f: &mut Fields<'b>) -> Option<Part> {
         let step = match self.take::<1>()?[0] {
             u8::MAX => usize::try_from(u64::from_le_bytes(self.take::<8>()?)).ok()?,
             step => usize::from(step),
@@ -458,12 +478,21 @@ impl<'b> Reader<'b> {
             bit: 0,
         };
         let text = r.str()?;
-        let msg = r.str()?;
+        let (msg, tail) = if flags & 8 != 0 {
+            (None, Some(r.len()?))
+        } else {
+            (r.str()?, None)
+        };
         let role = match r.byte()? {
             Some(code) => Some(*ROLES.get(usize::from(code))?),
             None => None,
         };
-        let mut f = Fields {
+        let p = Part {
+            step,
+            whole: flags & 4 != 0,
+            tail,
+        };
+        *f = Fields {
             part,
             text: text.unwrap_or_default(),
             msg,
@@ -485,13 +514,13 @@ impl<'b> Reader<'b> {
         };
         // (most lines end here or after their prefix ranks: the rest stays None)
         if r.rest_absent() {
-            return Some((step, flags & 4 != 0, f));
+            return Some(p);
         }
         for value in &mut f.prefix {
             *value = r.i32()?;
         }
         if r.rest_absent() {
-            return Some((step, flags & 4 != 0, f));
+            return Some(p);
         }
         f.torch_rank = r.i32()?;
         f.pg_id = r.i32()?;
@@ -513,7 +542,37 @@ impl<'b> Reader<'b> {
         f.proctitle = r.str()?;
         f.server_args = r.flag()?;
         f.capped = r.flag()?;
-        Some((step, flags & 4 != 0, f))
+        Some(p)
+    }
+}
+
+/// What `Reader::part` reads of a part besides its fields.
+struct Part {
+    /// how many lines on from the last part's it stands
+    step: usize,
+    /// whether it is its whole line (its text is the line's)
+    whole: bool,
+    /// its message's length, when the message is the end of its text
+    tail: Option<usize>,
+}
+
+impl Part {
+    /// Give the part's fields (`f`) the text of the line it stands in (`line`) where they
+    /// leave it to the line; None when the message's length does not fit the text.
+    fn place<'b>(&self, f: &mut Fields<'b>, line: &'b str) -> Option<()> {
+        let text = if self.whole {
+            line
+        } else {
+            match f.text {
+                Cow::Borrowed(text) => text,
+                Cow::Owned(_) => return None,
+            }
+        };
+        f.text = Cow::Borrowed(text);
+        if let Some(len) = self.tail {
+            f.msg = Some(Cow::Borrowed(text.get(text.len().checked_sub(len)?..)?));
+        }
+        Some(())
     }
 }
 
@@ -537,6 +596,7 @@ impl<'b> Optional<'_, 'b> {
         present
     }
 
+    #[inline(always)]
     fn str(&mut self) -> Option<Option<Cow<'b, str>>> {
         if !self.present() {
             return Some(None);
@@ -552,6 +612,14 @@ impl<'b> Optional<'_, 'b> {
             .map(|s| Some(Cow::Borrowed(s)))
     }
 
+    /// A length (present, as `Writer::len` writes it).
+    #[inline(always)]
+    fn len(&mut self) -> Option<usize> {
+        self.present().then_some(())?;
+        self.reader.u32().map(|len| len as usize)
+    }
+
+    #[inline(always)]
     fn i64(&mut self) -> Option<Option<i64>> {
         if !self.present() {
             return Some(None);
@@ -559,6 +627,7 @@ impl<'b> Optional<'_, 'b> {
         self.reader.take::<8>().map(|b| Some(i64::from_le_bytes(b)))
     }
 
+    #[inline(always)]
     fn i32(&mut self) -> Option<Option<i32>> {
         if !self.present() {
             return Some(None);
@@ -566,6 +635,7 @@ impl<'b> Optional<'_, 'b> {
         self.reader.take::<4>().map(|b| Some(i32::from_le_bytes(b)))
     }
 
+    #[inline(always)]
     fn byte(&mut self) -> Option<Option<u8>> {
         if !self.present() {
             return Some(None);
@@ -573,6 +643,7 @@ impl<'b> Optional<'_, 'b> {
         self.reader.take::<1>().map(|b| Some(b[0]))
     }
 
+    #[inline(always)]
     fn flag(&mut self) -> Option<Option<bool>> {
         self.byte().map(|b| b.map(|b| b != 0))
     }
@@ -644,19 +715,18 @@ mod tests {
             bytes: &bytes,
             at: 0,
         };
-        let (read_step, read_whole, decoded) = reader.part().expect("a part");
-        assert_eq!((read_step, read_whole), (step, whole));
-        let (next, _, empty) = reader.part().expect("a second part");
-        assert_eq!(next, 1);
-        assert_eq!(format!("{empty:?}"), format!("{:?}", Fields::default()));
+        let mut decoded = Fields::default();
+        let part = reader.part(&mut decoded).expect("a part");
+        assert_eq!((part.step, part.whole), (step, whole));
+        // (a whole line's text is the line's, not written)
+        let line = fields.text.to_string();
+        part.place(&mut decoded, &line).expect("placed");
+        assert_eq!(format!("{decoded:?}"), format!("{fields:?}"));
+        let next = reader.part(&mut decoded).expect("a second part");
+        assert_eq!(next.step, 1);
+        next.place(&mut decoded, "").expect("placed");
+        assert_eq!(format!("{decoded:?}"), format!("{:?}", Fields::default()));
         assert_eq!(reader.at, bytes.len());
-        let owned = format!("{decoded:?}");
-        // (the decoded fields borrow `bytes`: compared written out)
-        let mut expected = fields.clone();
-        if whole {
-            expected.text = Cow::Borrowed("");
-        }
-        assert_eq!(owned, format!("{expected:?}"));
     }
 
     #[test]
@@ -698,6 +768,71 @@ mod tests {
             ..Fields::default()
         };
         round_trip(&last, 1, false);
+        // (a wrapped line's message is the end of its text: its length is written, not its
+        // bytes; a decoded Docker body is not, and is written)
+        for whole in [true, false] {
+            for (text, msg) in [
+                (
+                    "2026-11-29T10:00:00Z stdout F [2026-11-29 10:00:00 TP0] x",
+                    "[2026-11-29 10:00:00 TP0] x",
+                ),
+                ("sglang-1  | é ✓", "é ✓"),
+                ("[default0]:", ""),
+                ("whole", "whole"),
+                (r#"{"log":"a\"b\n"}"#, "a\"b"),
+                ("a line", "line!"),
+            ] {
+                let wrapped = Fields {
+                    text: Cow::Borrowed(text),
+                    msg: Some(Cow::Borrowed(msg)),
+                    stream: Some(Cow::Borrowed("stdout")),
+                    ts: Some(7),
+                    ..Fields::default()
+                };
+                round_trip(&wrapped, 1, whole);
+                let mut bytes = Vec::new();
+                encode_part(&mut bytes, 1, whole, &wrapped);
+                let mut plain = Vec::new();
+                encode_part(
+                    &mut plain,
+                    1,
+                    whole,
+                    &Fields {
+                        msg: None,
+                        ..wrapped.clone()
+                    },
+                );
+                let written = bytes.len() - plain.len();
+                let tail = text.ends_with(msg);
+                assert_eq!(written, if tail { 4 } else { 4 + msg.len() }, "{text:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_message_longer_than_its_text_is_refused() {
+        let wrapped = Fields {
+            text: Cow::Borrowed("x | abc"),
+            msg: Some(Cow::Borrowed("abc")),
+            ..Fields::default()
+        };
+        let mut bytes = Vec::new();
+        encode_part(&mut bytes, 0, true, &wrapped);
+        let read = |line: &str| {
+            let mut reader = Reader {
+                bytes: &bytes,
+                at: 0,
+            };
+            let mut fields = Fields::default();
+            let part = reader.part(&mut fields)?;
+            part.place(&mut fields, line)?;
+            Some(fields.msg.map(|m| m.to_string()))
+        };
+        assert_eq!(read("y | abc"), Some(Some("abc".to_string())));
+        assert_eq!(read("ab"), None);
+        // (a length that cuts a character is no message)
+        assert_eq!(read("xé"), Some(Some("xé".to_string())));
+        assert_eq!(read("éab"), None);
     }
 
     #[test]
@@ -709,10 +844,15 @@ mod tests {
                 bytes: &bytes[..end],
                 at: 0,
             };
-            assert!(reader.part().is_none(), "cut at {end}");
+            assert!(
+                reader.part(&mut Fields::default()).is_none(),
+                "cut at {end}"
+            );
         }
         let mut bad = bytes.clone();
         bad[3] = 200; // (the source, after the step and the part number: no such family)
-        assert!(Reader { bytes: &bad, at: 0 }.part().is_none());
+        assert!(Reader { bytes: &bad, at: 0 }
+            .part(&mut Fields::default())
+            .is_none());
     }
 }
