@@ -55,9 +55,11 @@ pub fn pdsh(text: &str) -> (Option<&str>, &str) {
 /// word (which may go on past ASCII).
 fn pdsh_maybe(text: &str) -> bool {
     let b = text.as_bytes();
+    if !b.first().is_some_and(u8::is_ascii_alphabetic) {
+        return false;
+    }
     let n = b.iter().take_while(|c| word(c)).count();
-    b.first().is_some_and(u8::is_ascii_alphabetic)
-        && (b.get(n).is_some_and(|c| !c.is_ascii()) || b[n..].starts_with(b": "))
+    b.get(n).is_some_and(|c| !c.is_ascii()) || b[n..].starts_with(b": ")
 }
 
 /// A Docker envelope's `log` string, raw (DOCKER_LOG_RE's group): up to the first quote no
