@@ -65,7 +65,8 @@ pub struct Whole {
 struct HeadRow {
     seq: u64,
     record: u32,
-    stream: Option<String>,
+    /// its stream's number in its file (`FileState::stream_id`)
+    stream: Option<u32>,
     source: Source,
     exc: bool,
     colon: bool,
@@ -81,6 +82,9 @@ struct FileState {
     head: Option<HeadRow>,
     /// each stream's latest record head (a file has a stream or a few)
     own: Vec<HeadRow>,
+    /// the streams met in the file, numbered in the order met, and the last one's number
+    streams: Vec<String>,
+    last_stream: Option<u32>,
     grammar: FileGrammar,
     time: FileTime,
     waiting: usize,
@@ -92,6 +96,26 @@ struct FileState {
 }
 
 impl FileState {
+    /// The number of a stream of the file (numbered when met first; a row's stream is mostly
+    /// the row before's).
+    fn stream_id(&mut self, stream: &str) -> u32 {
+        if let Some(id) = self
+            .last_stream
+            .filter(|&id| self.streams[id as usize] == stream)
+        {
+            return id;
+        }
+        let id = match self.streams.iter().position(|s| s == stream) {
+            Some(at) => at as u32,
+            None => {
+                self.streams.push(stream.to_string());
+                (self.streams.len() - 1) as u32
+            }
+        };
+        self.last_stream = Some(id);
+        id
+    }
+
     fn new(file_id: u32, w: &Whole) -> FileState {
         FileState {
             shared: w.shared.contains(&file_id),
@@ -483,6 +507,7 @@ impl Attributor {
         let text = c.text.get(row);
         let message = c.msg.get(row).unwrap_or(text);
         let stream = c.stream.get(row);
+        let stream_id = stream.map(|s| state.stream_id(s));
         let source = Source::ALL[c.source[row] as usize];
         let glued = c.part[row] > 0 && !text.trim_end().ends_with(':');
         let exc = c.exc[row];
@@ -500,7 +525,7 @@ impl Attributor {
         let here = HeadRow {
             seq,
             record: state.records,
-            stream: stream.map(str::to_string),
+            stream: stream_id,
             source,
             exc,
             colon: message.trim_end().ends_with(':'),
@@ -517,9 +542,9 @@ impl Attributor {
             }
         }
         let mut head = state.head.clone().expect("a head");
-        if let (Some(mine), Some(theirs)) = (stream, head.stream.as_deref()) {
+        if let (Some(mine), Some(theirs)) = (stream_id, head.stream) {
             if mine != theirs {
-                if let Some(own) = state.own.iter().find(|h| h.stream.as_deref() == Some(mine)) {
+                if let Some(own) = state.own.iter().find(|h| h.stream == Some(mine)) {
                     head = own.clone();
                 }
             }
