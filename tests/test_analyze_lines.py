@@ -2070,3 +2070,19 @@ class TestStream:
         write(ranks, "rank1.log", ["[2025-09-09 08:45:30 TP1] Load weight begin."])
         timeline = analyze([ranks], config=config(tmp_path, {"tp_size": 2})).timeline
         assert [row(timeline, "rank0.log", n)["stream"] for n in (1, 2)] == ["rank0.log"] * 2
+
+
+def test_a_plain_line_is_read_against_the_last_header_of_its_own_stream(tmp_path: Path) -> None:
+    """In a file two compose services write, a line no process names is read against the last
+    header of its own service's stream, not the other service's (which opened an exception
+    here): it is a plain line printed in a shared file."""
+    logs = tmp_path / "logs"
+    write(logs, "compose.log", [
+        "sglang-0  | [2026-11-29 10:00:00 TP0] Decode batch. #running-req: 1",
+        "sglang-1  | [2026-11-29 10:00:01 TP1] Scheduler hit an exception: Traceback (most "
+        "recent call last):",
+        "sglang-0  | RuntimeWarning: evicted 3 tokens under memory pressure",
+    ])
+    analysis = analyze([logs], config=config(tmp_path, {"tp_size": 2}))
+    assert [r["world_rank"] for r in analysis.timeline.iter_rows(named=True)] == [0, 1, None]
+    assert analysis.unattributed_reasons() == {"plain line in a shared file": 1}
