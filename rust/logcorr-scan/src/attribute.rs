@@ -379,8 +379,9 @@ impl Attributor {
     pub fn attribute(&mut self, c: &Columns, keys: &[KeyId], ahead: Option<&Ahead>) -> Attributed {
         let mut steps: Vec<Step> = Vec::with_capacity(c.len());
         for (row, &key) in keys.iter().enumerate().take(c.len()) {
-            let before_warn = blank_before_warn(c, row, ahead);
-            steps.push(self.row(c, row, key, before_warn));
+            let text = c.text.get(row);
+            let before_warn = blank_before_warn(c, row, text, ahead);
+            steps.push(self.row(c, row, text, key, before_warn));
         }
         // a record with a line whose group rank its file's process has in no group is
         // another process's (within the chunk, as a window over the record)
@@ -490,7 +491,7 @@ impl Attributor {
     }
 
     /// The first pass over a row: key, grammar, continuation.
-    fn row(&mut self, c: &Columns, row: usize, key: KeyId, before_warn: bool) -> Step {
+    fn row(&mut self, c: &Columns, row: usize, text: &str, key: KeyId, before_warn: bool) -> Step {
         let k = key as usize;
         let w = &self.whole;
         // (every key was numbered in pass 1: a number past the tables resolves to nothing)
@@ -504,7 +505,6 @@ impl Attributor {
         let seq = state.seq;
         state.seq += 1;
         let starts = c.starts_record[row] == Some(true);
-        let text = c.text.get(row);
         let message = c.msg.get(row).unwrap_or(text);
         let stream = c.stream.get(row);
         let stream_id = stream.map(|s| state.stream_id(s));
@@ -691,10 +691,15 @@ impl Attributor {
     /// the chunk; a file's rows held from earlier chunks are settled when it comes (or when
     /// the file ends without one, or too many waited: they sort last).
     fn settle(&mut self, c: &Columns, ended: &[u32], out: &mut Attributed) {
+        // (each file's first time in the chunk; a file's rows mostly follow one another, so
+        // a row of the file whose first time was just found is not looked up)
         let mut first: HashMap<u32, i64> = HashMap::default();
-        for row in (0..c.len()).rev() {
-            if let Some(sk) = out.sk[row] {
-                first.insert(c.file_id[row], sk);
+        let mut found: Option<u32> = None;
+        for (row, sk) in out.sk.iter().enumerate() {
+            let file_id = c.file_id[row];
+            if let (Some(sk), true) = (sk, found != Some(file_id)) {
+                first.entry(file_id).or_insert(*sk);
+                found = Some(file_id);
             }
         }
         let mut waiting: HashMap<u32, usize> = HashMap::default();
@@ -737,37 +742,57 @@ impl Attributor {
 
 /// A blank line right before an NCCL WARN line of the same file: NCCL starts every WARN with a
 /// newline, so the blank line is the WARN's writer's.
-fn blank_before_warn(c: &Columns, row: usize, ahead: Option<&Ahead>) -> bool {
-    let text = c.text.get(row);
+fn blank_before_warn(c: &Columns, row: usize, text: &str, ahead: Option<&Ahead>) -> bool {
     if !text.trim().is_empty() {
         return false;
     }
-    next_line(c, row, ahead).is_some_and(|(_, next)| next.contains(" NCCL WARN "))
+    next_line(c, row, ahead).is_some_and(|(_, next)| next.text().contains(" NCCL WARN "))
+}
+
+/// The next physical line of `next_line`, its text read only when asked for.
+enum Next<'a> {
+    Row(&'a Columns, usize),
+    Ahead(&'a str),
+}
+
+impl<'a> Next<'a> {
+    fn text(&self) -> &'a str {
+        match *self {
+            Next::Row(c, row) => c.text.get(row),
+            Next::Ahead(text) => text,
+        }
+    }
 }
 
 /// The next row when it is the next physical line of the same file: (its starts_record, text).
-fn next_line<'a>(c: &'a Columns, row: usize, ahead: Option<&'a Ahead>) -> Option<(bool, &'a str)> {
-    let (file_id, line, part, starts, text) = if row + 1 < c.len() {
+fn next_line<'a>(c: &'a Columns, row: usize, ahead: Option<&'a Ahead>) -> Option<(bool, Next<'a>)> {
+    let (file_id, line, part, starts, next) = if row + 1 < c.len() {
         let next = row + 1;
         (
             c.file_id[next],
             c.line[next],
             c.part[next],
             c.starts_record[next] == Some(true),
-            c.text.get(next),
+            Next::Row(c, next),
         )
     } else {
         let a = ahead?;
-        (a.file_id, a.line, a.part, a.starts, a.text.as_str())
+        (
+            a.file_id,
+            a.line,
+            a.part,
+            a.starts,
+            Next::Ahead(a.text.as_str()),
+        )
     };
     (file_id == c.file_id[row] && Some(line) == c.line[row].checked_add(1) && part == 0)
-        .then_some((starts, text))
+        .then_some((starts, next))
 }
 
 /// The next physical line's text when it continues this one (no header of its own): for
 /// fields a hard wrap cut.
 fn following<'a>(c: &'a Columns, row: usize, ahead: Option<&'a Ahead>) -> Option<&'a str> {
-    next_line(c, row, ahead).and_then(|(starts, text)| (!starts).then_some(text))
+    next_line(c, row, ahead).and_then(|(starts, next)| (!starts).then(|| next.text()))
 }
 
 /// Whether a message ends with `:` (re-exported for the binding's tests).

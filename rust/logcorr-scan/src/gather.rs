@@ -124,6 +124,12 @@ impl Literals {
             })
             .collect();
         let mut holds = Vec::with_capacity(texts.len());
+        // per searcher and buffer: the first match that starts at or after the last row's
+        // start there (rows mostly follow one another: the next row's is found by stepping)
+        let mut cursors: Vec<Vec<(u32, usize)>> = found
+            .iter()
+            .map(|per_buffer| vec![(0, 0); per_buffer.len()])
+            .collect();
         for (row, &(buffer, from, len)) in texts.spans.iter().enumerate() {
             let buffer = if buffer == u32::MAX {
                 extra
@@ -132,9 +138,17 @@ impl Literals {
             };
             let to = from + len;
             let (mut inside, mut across) = (false, false);
-            for matches in &found {
+            for (matches, cursors) in found.iter().zip(&mut cursors) {
                 let matches = &matches[buffer];
-                let first = matches.partition_point(|&(start, _)| start < from);
+                let (last_from, mut first) = cursors[buffer];
+                if from < last_from {
+                    first = matches.partition_point(|&(start, _)| start < from);
+                } else {
+                    while first < matches.len() && matches[first].0 < from {
+                        first += 1;
+                    }
+                }
+                cursors[buffer] = (from, first);
                 across |= first > 0 && matches[first - 1].1 > from;
                 for &(_, end) in matches[first..].iter().take_while(|(s, _)| *s < to) {
                     if end <= to {
