@@ -92,59 +92,68 @@ fn put_str(buf: &mut Vec<u8>, value: Option<&str>) {
     }
 }
 
-/// A number in a fixed place: a tag byte (0: null) and its bytes.
-fn fixed<const N: usize, const M: usize>(value: Option<[u8; N]>) -> [u8; M] {
-    let mut out = [0u8; M];
-    if let Some(bytes) = value {
-        out[0] = 1;
-        out[1..].copy_from_slice(&bytes);
-    }
-    out
-}
-
-/// The bytes of a key's numbers: file, 7 prefix ranks, source, main, role, server_args,
-/// device, link PID, PID, and 6 group ranks and sizes.
-const NUMBERS: usize = 4 + 7 * 5 + 4 + 5 + 2 * 9 + 6 * 5;
+/// The bytes of a key's numbers: file; a mask of the optional numbers present (bit i);
+/// source, main, role, server_args; then each optional number in a fixed place (0 when
+/// absent): 7 prefix ranks and the device (bits 0-7), link PID and PID (8-9), and 6 group
+/// ranks and sizes (10-15).
+const NUMBERS: usize = 4 + 2 + 4 + 8 * 4 + 2 * 8 + 6 * 4;
 
 /// The key of a part's fields, serialised (equal keys, equal bytes; nulls equal nulls): its
 /// numbers in fixed places, then its texts, each a tag and, when present, its length and
 /// bytes.
 pub fn encode(file_id: u32, f: &Fields<'_>, buf: &mut Vec<u8>) {
     let mut numbers = [0u8; NUMBERS];
-    let mut at = 0;
-    let mut put = |bytes: &[u8]| {
-        numbers[at..at + bytes.len()].copy_from_slice(bytes);
-        at += bytes.len();
-    };
-    put(&file_id.to_le_bytes());
-    for value in f.prefix {
-        put(&fixed::<4, 5>(value.map(i32::to_le_bytes)));
-    }
+    let mut mask = 0u16;
+    numbers[0..4].copy_from_slice(&file_id.to_le_bytes());
     let server_args = match f.server_args {
         None => 0,
         Some(false) => 1,
         Some(true) => 2,
     };
-    put(&[
+    numbers[6..10].copy_from_slice(&[
         f.source as u8,
         u8::from(f.main),
         f.role.map_or(0, |r| r as u8 + 1),
         server_args,
     ]);
-    put(&fixed::<4, 5>(f.device_id.map(i32::to_le_bytes)));
-    put(&fixed::<8, 9>(f.link_pid.map(i64::to_le_bytes)));
-    put(&fixed::<8, 9>(f.pid.map(i64::to_le_bytes)));
-    for value in [
+    // (constant places: the loops unroll and no place is checked at run time)
+    let small = [
+        f.prefix[0],
+        f.prefix[1],
+        f.prefix[2],
+        f.prefix[3],
+        f.prefix[4],
+        f.prefix[5],
+        f.prefix[6],
+        f.device_id,
+    ];
+    for (i, value) in small.into_iter().enumerate() {
+        if let Some(value) = value {
+            mask |= 1 << i;
+            numbers[10 + 4 * i..14 + 4 * i].copy_from_slice(&value.to_le_bytes());
+        }
+    }
+    for (i, value) in [f.link_pid, f.pid].into_iter().enumerate() {
+        if let Some(value) = value {
+            mask |= 1 << (8 + i);
+            numbers[42 + 8 * i..50 + 8 * i].copy_from_slice(&value.to_le_bytes());
+        }
+    }
+    let groups = [
         f.comm_rank,
         f.comm_nranks,
         f.torch_rank,
         f.pg_rank,
         f.gloo_rank,
         f.gloo_size,
-    ] {
-        put(&fixed::<4, 5>(value.map(i32::to_le_bytes)));
+    ];
+    for (i, value) in groups.into_iter().enumerate() {
+        if let Some(value) = value {
+            mask |= 1 << (10 + i);
+            numbers[58 + 4 * i..62 + 4 * i].copy_from_slice(&value.to_le_bytes());
+        }
     }
-    debug_assert_eq!(at, NUMBERS);
+    numbers[4..6].copy_from_slice(&mask.to_le_bytes());
     buf.clear();
     buf.extend_from_slice(&numbers);
     put_str(buf, f.proctitle.as_deref());
