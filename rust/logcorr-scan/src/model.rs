@@ -175,6 +175,7 @@ impl StrColumn {
         }));
     }
 
+    #[inline]
     pub fn get(&self, row: usize) -> Option<&str> {
         self.spans[row].map(|(at, len)| &self.data[at as usize..(at + len) as usize])
     }
@@ -219,6 +220,7 @@ impl TextColumn {
         }
     }
 
+    #[inline]
     pub fn get(&self, row: usize) -> &str {
         let (buffer, offset, len) = self.spans[row];
         let source = if buffer == u32::MAX {

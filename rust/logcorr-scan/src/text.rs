@@ -2,6 +2,7 @@
 //! (code points), searching reports byte offsets, integers parse as polars casts them.
 
 /// The byte offset of character `chars` of `s` (its length when `s` is shorter).
+#[inline]
 pub fn byte_at(s: &str, chars: usize) -> usize {
     if chars >= s.len() {
         // (at most one byte a character: past the end either way when ASCII)
@@ -15,6 +16,7 @@ pub fn byte_at(s: &str, chars: usize) -> usize {
 }
 
 /// `len` characters of `s` from character `start` (to the end when `len` is None).
+#[inline]
 pub fn slice_chars(s: &str, start: usize, len: Option<usize>) -> &str {
     let from = byte_at(s, start);
     let rest = &s[from..];
