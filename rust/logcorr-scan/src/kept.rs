@@ -307,6 +307,10 @@ impl Sink for Tee<'_> {
             _ => self.astray = true,
         }
     }
+
+    fn finish(&mut self) {
+        self.survey.settle();
+    }
 }
 
 /// Append a part: how many lines on from the last part's it stands, its part number, family

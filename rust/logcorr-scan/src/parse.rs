@@ -48,6 +48,9 @@ pub trait Sink {
     /// One part of physical line `line` of file `file_id` (`at`: where the line stands in the
     /// chunk's blocks, when the part's text is the whole line as read).
     fn push(&mut self, file_id: u32, line: u32, fields: &Fields<'_>, at: Option<(u32, u32)>);
+
+    /// The chunk's parts were all pushed.
+    fn finish(&mut self) {}
 }
 
 impl Sink for Columns {
@@ -235,6 +238,7 @@ pub fn parse_into(
             }
         }
     }
+    sink.finish();
     let after = last_said(lines, &said, before);
     scratch.rest_rows = recycle(rest_rows);
     scratch.single = recycle(single);

@@ -24,8 +24,14 @@ pub struct Survey {
     pub first_dated: Vec<(u32, Option<i64>, Option<i64>)>,
     /// file -> its entry in `first_dated` (looked up for every dated line)
     first_at: FxHashMap<u32, usize>,
-    /// fully dated time -> lines
+    /// fully dated time -> lines (but the run in `dated_run`, until `settle`)
     pub dated: BTreeMap<i64, u64>,
+    /// the last fully dated time added and how many lines in a row had it (a file's lines
+    /// mostly share their second with the line before: one count, not a search of `dated`,
+    /// a line)
+    dated_run: Option<(i64, u64)>,
+    /// the last file looked up in `first_at`, and its entry there
+    last_first: Option<(u32, usize)>,
     /// key row -> (earliest, latest) stamp of its lines that name a torch rank (`[rankN]:`,
     /// a PG's `Rank N`), as torch and glog print them (month and day, no year): whether two
     /// processes that claim one rank did so at the same time.
@@ -35,6 +41,10 @@ pub struct Survey {
 impl Sink for Survey {
     fn push(&mut self, file_id: u32, line: u32, f: &Fields<'_>, _at: Option<(u32, u32)>) {
         self.add(file_id, line, f);
+    }
+
+    fn finish(&mut self) {
+        self.settle();
     }
 }
 
@@ -66,11 +76,24 @@ impl Survey {
         };
         if stamp.fully_dated() {
             let ts = stamp.ts.expect("dated");
-            *self.dated.entry(ts).or_default() += 1;
-            let at = *self.first_at.entry(file_id).or_insert_with(|| {
-                self.first_dated.push((file_id, None, None));
-                self.first_dated.len() - 1
-            });
+            match &mut self.dated_run {
+                Some((run_ts, lines)) if *run_ts == ts => *lines += 1,
+                _ => {
+                    self.settle();
+                    self.dated_run = Some((ts, 1));
+                }
+            }
+            let at = match self.last_first {
+                Some((file, at)) if file == file_id => at,
+                _ => {
+                    let at = *self.first_at.entry(file_id).or_insert_with(|| {
+                        self.first_dated.push((file_id, None, None));
+                        self.first_dated.len() - 1
+                    });
+                    self.last_first = Some((file_id, at));
+                    at
+                }
+            };
             let entry = &mut self.first_dated[at];
             if entry.1.is_none() {
                 entry.1 = Some(ts);
@@ -82,8 +105,18 @@ impl Survey {
         key
     }
 
+    /// Count the last run of lines with one fully dated time in `dated` (a survey is read, or
+    /// merged, settled).
+    pub fn settle(&mut self) {
+        if let Some((ts, lines)) = self.dated_run.take() {
+            *self.dated.entry(ts).or_default() += lines;
+        }
+    }
+
     /// Add what a later part of the set found; the number here of each of its key rows.
-    pub fn merge(&mut self, other: Survey) -> Vec<KeyId> {
+    pub fn merge(&mut self, mut other: Survey) -> Vec<KeyId> {
+        self.settle();
+        other.settle();
         let mapping = self.keys.merge(&other.keys);
         self.server_args.extend(other.server_args);
         self.headers.extend(
@@ -158,6 +191,58 @@ mod tests {
     use super::*;
     use crate::model::NOWHERE;
     use crate::parse::{parse_into, Line, Scratch};
+
+    fn lines_of<'a>(file_id: u32, texts: &[&'a str]) -> Vec<Line<'a>> {
+        texts
+            .iter()
+            .enumerate()
+            .map(|(i, text)| Line {
+                file_id,
+                line: i as u32 + 1,
+                text,
+                at: NOWHERE,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn every_fully_dated_line_is_counted_under_its_time_runs_and_merges_included() {
+        let second = |s: i64| {
+            crate::stamp::parse("2026-11-29 10:00:00", crate::stamp::Format::Seconds)
+                .expect("a time")
+                + s * clock::MICROS
+        };
+        let a = [
+            "[2026-11-29 10:00:00 TP0] a",
+            "[2026-11-29 10:00:00 TP1] b",
+            "[2026-11-29 10:00:01 TP0] c",
+            "[2026-11-29 10:00:00 TP0] d",
+            "no time",
+            "[2026-11-29 10:00:02 TP0] e",
+            "[2026-11-29 10:00:02 TP0] f",
+        ];
+        let b = ["[2026-11-29 10:00:02 TP1] g", "[2026-11-29 10:00:03 TP1] h"];
+        let mut first = Survey::default();
+        parse_into(&lines_of(0, &a), &[], &mut first, &mut Scratch::default());
+        let counts = |s: &Survey| s.dated.iter().map(|(&t, &n)| (t, n)).collect::<Vec<_>>();
+        // (the last run, two lines at 10:00:02, counted once the chunk is parsed)
+        assert_eq!(
+            counts(&first),
+            [(second(0), 3), (second(1), 1), (second(2), 2)]
+        );
+        assert_eq!(first.first_dated, [(0, Some(second(0)), None)]);
+        let mut other = Survey::default();
+        parse_into(&lines_of(1, &b), &[], &mut other, &mut Scratch::default());
+        first.merge(other);
+        assert_eq!(
+            counts(&first),
+            [(second(0), 3), (second(1), 1), (second(2), 3), (second(3), 1)]
+        );
+        assert_eq!(
+            first.first_dated,
+            [(0, Some(second(0)), None), (1, Some(second(2)), None)]
+        );
+    }
 
     #[test]
     fn rank_spans_hold_each_key_rows_first_and_last_torch_stamp() {
