@@ -135,9 +135,10 @@ pub fn complete(
     state: &mut FileTime,
     clock: &Clock,
 ) -> (Option<i64>, Option<&'static str>) {
-    let full = stamp.fully_dated();
-    if full {
+    if stamp.fully_dated() {
+        // (its own time: no reference, and a wrapper's time is not needed)
         state.last_dated = stamp.ts;
+        return (stamp.ts, None);
     }
     let of_file = clock.files.get(&file_id).copied().unwrap_or((None, None));
     let reference = state
@@ -148,9 +149,7 @@ pub fn complete(
     let no_year = stamp.has_date == Some(true) && stamp.has_year != Some(true);
     let no_date = stamp.ts.is_some() && stamp.has_date != Some(true);
     let (mut ts_full, mut note) = (None, None);
-    if full {
-        ts_full = stamp.ts;
-    } else if stamp.has_date == Some(true) && stamp.has_year == Some(true) && stamp.ts.is_some() {
+    if stamp.has_date == Some(true) && stamp.has_year == Some(true) && stamp.ts.is_some() {
         note = Some(OUT_OF_CALENDAR);
     } else if let (Some(ts), Some(reference)) = (stamp.ts, reference) {
         if no_year {

@@ -236,7 +236,12 @@ mod tests {
         first.merge(other);
         assert_eq!(
             counts(&first),
-            [(second(0), 3), (second(1), 1), (second(2), 3), (second(3), 1)]
+            [
+                (second(0), 3),
+                (second(1), 1),
+                (second(2), 3),
+                (second(3), 1)
+            ]
         );
         assert_eq!(
             first.first_dated,
