@@ -689,6 +689,11 @@ mod tests {
         ));
         assert!(!gather.says("sglang-1  | ProcessSpawn-1:", Some("ProcessSpawn-1:")));
         assert!(gather.says("[F1129 10:00:00.1 x.cc:1] y", None));
+        // (the `[F` after another `[`, after a `[` that is no `[F`, or none at the end)
+        assert!(gather.says("[rank2]:[F1129 10:09:00.48 CUDAGraph.cpp:150] x", None));
+        assert!(gather.says("[rank2]:[E1129 x] [F1129 10:09:00.48 a.cc:1]", None));
+        assert!(!gather.says("[rank2]:[E1129 10:09:00.48 x.cc:1] [Foo] [F", None));
+        assert!(!gather.says("[rank2]:[E1129 10:09:00.48 x.cc:1] F1129", None));
     }
 
     fn row(line: u32, proc: Option<u32>, ts_full: Option<i64>) -> Counted {
