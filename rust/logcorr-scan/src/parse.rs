@@ -34,6 +34,23 @@ pub struct Line<'a> {
     pub at: (u32, u32),
 }
 
+#[cfg(test)]
+impl<'a> Line<'a> {
+    /// Lines 1, 2, … of file `file_id`, given without blocks.
+    pub fn numbered(file_id: u32, texts: &[&'a str]) -> Vec<Line<'a>> {
+        texts
+            .iter()
+            .enumerate()
+            .map(|(i, text)| Line {
+                file_id,
+                line: i as u32 + 1,
+                text,
+                at: crate::model::NOWHERE,
+            })
+            .collect()
+    }
+}
+
 /// What a line gives the ones after it: the text that tells whether it announces them (the
 /// body under its wrapper, or its text).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

@@ -174,20 +174,10 @@ pub fn bounds(survey: &Survey, ranges: usize) -> Vec<i64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::NOWHERE;
     use crate::parse::{parse_into, Line, Scratch};
 
     fn survey_of(file_id: u32, texts: &[&str]) -> Survey {
-        let lines: Vec<Line<'_>> = texts
-            .iter()
-            .enumerate()
-            .map(|(i, text)| Line {
-                file_id,
-                line: i as u32 + 1,
-                text,
-                at: NOWHERE,
-            })
-            .collect();
+        let lines = Line::numbered(file_id, texts);
         let mut survey = Survey::default();
         parse_into(&lines, &[], &mut survey, &mut Scratch::default());
         survey

@@ -189,21 +189,7 @@ impl Survey {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::NOWHERE;
     use crate::parse::{parse_into, Line, Scratch};
-
-    fn lines_of<'a>(file_id: u32, texts: &[&'a str]) -> Vec<Line<'a>> {
-        texts
-            .iter()
-            .enumerate()
-            .map(|(i, text)| Line {
-                file_id,
-                line: i as u32 + 1,
-                text,
-                at: NOWHERE,
-            })
-            .collect()
-    }
 
     #[test]
     fn every_fully_dated_line_is_counted_under_its_time_runs_and_merges_included() {
@@ -222,8 +208,13 @@ mod tests {
             "[2026-11-29 10:00:02 TP0] f",
         ];
         let b = ["[2026-11-29 10:00:02 TP1] g", "[2026-11-29 10:00:03 TP1] h"];
-        let mut first = Survey::default();
-        parse_into(&lines_of(0, &a), &[], &mut first, &mut Scratch::default());
+        let surveyed = |file_id: u32, texts: &[&str]| {
+            let mut survey = Survey::default();
+            let lines = Line::numbered(file_id, texts);
+            parse_into(&lines, &[], &mut survey, &mut Scratch::default());
+            survey
+        };
+        let mut first = surveyed(0, &a);
         let counts = |s: &Survey| s.dated.iter().map(|(&t, &n)| (t, n)).collect::<Vec<_>>();
         // (the last run, two lines at 10:00:02, counted once the chunk is parsed)
         assert_eq!(
@@ -231,9 +222,7 @@ mod tests {
             [(second(0), 3), (second(1), 1), (second(2), 2)]
         );
         assert_eq!(first.first_dated, [(0, Some(second(0)), None)]);
-        let mut other = Survey::default();
-        parse_into(&lines_of(1, &b), &[], &mut other, &mut Scratch::default());
-        first.merge(other);
+        first.merge(surveyed(1, &b));
         assert_eq!(
             counts(&first),
             [
@@ -257,16 +246,7 @@ mod tests {
             "[rank3]:[E1129 10:00:09.500000000 ProcessGroupNCCL.cpp:1] b",
             "[2026-11-29 10:00:00 TP0] Load weight begin.",
         ];
-        let lines: Vec<Line<'_>> = texts
-            .iter()
-            .enumerate()
-            .map(|(i, text)| Line {
-                file_id: 0,
-                line: i as u32 + 1,
-                text,
-                at: NOWHERE,
-            })
-            .collect();
+        let lines = Line::numbered(0, &texts);
         let mut survey = Survey::default();
         parse_into(&lines, &[], &mut survey, &mut Scratch::default());
         let spans: Vec<(i64, i64)> = survey.rank_spans.values().copied().collect();
