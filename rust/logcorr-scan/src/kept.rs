@@ -239,6 +239,7 @@ fn decode_parts(bytes: &[u8], lines: &[Line<'_>], parts: usize) -> Option<Column
         part.place(&mut fields, line.text)?;
         columns.push(line.file_id, line.line, &fields, at);
     }
+    columns.finish();
     (columns.len() == parts).then_some(columns)
 }
 

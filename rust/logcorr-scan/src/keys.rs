@@ -173,6 +173,7 @@ impl Keys {
                     let id = self.counts.len() as KeyId;
                     self.index.insert(key.into(), id);
                     self.rows.push(file_id, line, f, None);
+                    self.rows.finish(); // (read as it grows)
                     self.counts.push(0);
                     self.first_line.push(line);
                     id
@@ -211,6 +212,7 @@ impl Keys {
                         self.index.insert(buf.clone().into_boxed_slice(), mine);
                         self.rows
                             .push(other.rows.file_id[id], other.rows.line[id], &f, None);
+                        self.rows.finish();
                         self.counts.push(other.counts[id]);
                         self.first_line.push(other.first_line[id]);
                         mine

@@ -167,6 +167,17 @@ pub struct StrColumn {
 }
 
 impl StrColumn {
+    /// `value` at row `row` of a column that most rows have no value in: the rows before it
+    /// that had none are filled in first (the rest by `Columns::finish`).
+    #[inline]
+    pub fn put(&mut self, row: usize, value: Option<&str>) {
+        if let Some(value) = value {
+            debug_assert!(self.spans.len() <= row);
+            self.spans.resize(row, None);
+            self.push(Some(value));
+        }
+    }
+
     pub fn push(&mut self, value: Option<&str>) {
         self.spans.push(value.map(|v| {
             let at = self.data.len() as u32;
@@ -237,6 +248,16 @@ impl TextColumn {
 
     pub fn is_empty(&self) -> bool {
         self.spans.is_empty()
+    }
+}
+
+/// `value` at row `row` of a column that most rows have no value in (`StrColumn::put`).
+#[inline]
+fn put<T: Copy>(column: &mut Vec<Option<T>>, row: usize, value: Option<T>) {
+    if let Some(value) = value {
+        debug_assert!(column.len() <= row);
+        column.resize(row, None);
+        column.push(Some(value));
     }
 }
 
@@ -410,6 +431,7 @@ impl Columns {
         for &row in rows {
             out.push(self.file_id[row], self.line[row], &self.fields(row), None);
         }
+        out.finish();
         out
     }
 
@@ -423,20 +445,24 @@ impl Columns {
 
     /// Append one part of physical line `line` of file `file_id` (`at`: where the line stands
     /// in the chunk's blocks, when the part's text is the whole line as read).
+    ///
+    /// The columns of fields that few lines have grow only when a part has a value: a
+    /// `Columns` is whole (every column `len` rows) once `finish` has filled in the rest.
     pub fn push(&mut self, file_id: u32, line: u32, f: &Fields<'_>, at: Option<(u32, u32)>) {
+        let row = self.file_id.len();
         self.file_id.push(file_id);
         self.line.push(line);
         self.part.push(f.part);
         self.text.push(&f.text, at);
-        self.msg.push(f.msg.as_deref());
+        self.msg.put(row, f.msg.as_deref());
         self.source.push(source_code(f.source));
         self.role.push(f.role.map(role_code));
         self.starts_record.push(f.starts_record);
         self.ts.push(f.ts);
         self.ts_has_date.push(f.ts_has_date);
         self.ts_has_year.push(f.ts_has_year);
-        self.wrap_ts.push(f.wrap_ts);
-        self.stream.push(f.stream.as_deref());
+        put(&mut self.wrap_ts, row, f.wrap_ts);
+        self.stream.put(row, f.stream.as_deref());
         self.host.push(f.host.as_deref());
         self.pid.push(f.pid);
         self.tid.push(f.tid);
@@ -444,28 +470,107 @@ impl Columns {
         for (column, value) in self.prefix.iter_mut().zip(f.prefix) {
             column.push(value);
         }
-        self.torch_rank.push(f.torch_rank);
-        self.pg_id.push(f.pg_id);
-        self.pg_guid.push(f.pg_guid.as_deref());
-        self.pg_desc.push(f.pg_desc.as_deref());
-        self.pg_rank.push(f.pg_rank);
-        self.seq.push(f.seq);
-        self.op.push(f.op.as_deref());
-        self.last_enqueued.push(f.last_enqueued);
-        self.last_completed.push(f.last_completed);
-        self.comm.push(f.comm.as_deref());
-        self.comm_id.push(f.comm_id.as_deref());
-        self.comm_rank.push(f.comm_rank);
-        self.comm_nranks.push(f.comm_nranks);
-        self.nccl_phase.push(f.nccl_phase.as_deref());
-        self.gloo_rank.push(f.gloo_rank);
-        self.gloo_size.push(f.gloo_size);
-        self.link_pid.push(f.link_pid);
-        self.proctitle.push(f.proctitle.as_deref());
-        self.server_args.push(f.server_args);
-        self.capped.push(f.capped);
+        put(&mut self.torch_rank, row, f.torch_rank);
+        put(&mut self.pg_id, row, f.pg_id);
+        self.pg_guid.put(row, f.pg_guid.as_deref());
+        self.pg_desc.put(row, f.pg_desc.as_deref());
+        put(&mut self.pg_rank, row, f.pg_rank);
+        put(&mut self.seq, row, f.seq);
+        self.op.put(row, f.op.as_deref());
+        put(&mut self.last_enqueued, row, f.last_enqueued);
+        put(&mut self.last_completed, row, f.last_completed);
+        self.comm.put(row, f.comm.as_deref());
+        self.comm_id.put(row, f.comm_id.as_deref());
+        put(&mut self.comm_rank, row, f.comm_rank);
+        put(&mut self.comm_nranks, row, f.comm_nranks);
+        self.nccl_phase.put(row, f.nccl_phase.as_deref());
+        put(&mut self.gloo_rank, row, f.gloo_rank);
+        put(&mut self.gloo_size, row, f.gloo_size);
+        put(&mut self.link_pid, row, f.link_pid);
+        self.proctitle.put(row, f.proctitle.as_deref());
+        put(&mut self.server_args, row, f.server_args);
+        put(&mut self.capped, row, f.capped);
         self.main.push(f.main);
         self.exc.push(f.exc);
+    }
+
+    /// The rows of the columns of fields that few lines have filled in after the last
+    /// value (see `push`): to be called once every part was pushed, before any row is read.
+    pub fn finish(&mut self) {
+        let rows = self.len();
+        self.torch_rank.resize(rows, None);
+        self.pg_id.resize(rows, None);
+        self.pg_rank.resize(rows, None);
+        self.seq.resize(rows, None);
+        self.last_enqueued.resize(rows, None);
+        self.last_completed.resize(rows, None);
+        self.comm_rank.resize(rows, None);
+        self.comm_nranks.resize(rows, None);
+        self.gloo_rank.resize(rows, None);
+        self.gloo_size.resize(rows, None);
+        self.link_pid.resize(rows, None);
+        self.server_args.resize(rows, None);
+        self.capped.resize(rows, None);
+        self.wrap_ts.resize(rows, None);
+        self.msg.spans.resize(rows, None);
+        self.stream.spans.resize(rows, None);
+        self.pg_guid.spans.resize(rows, None);
+        self.pg_desc.spans.resize(rows, None);
+        self.op.spans.resize(rows, None);
+        self.comm.spans.resize(rows, None);
+        self.comm_id.spans.resize(rows, None);
+        self.nccl_phase.spans.resize(rows, None);
+        self.proctitle.spans.resize(rows, None);
+    }
+}
+
+#[cfg(test)]
+mod column_tests {
+    use std::borrow::Cow;
+
+    use super::{Columns, Fields};
+
+    #[test]
+    fn fields_few_lines_have_read_back_on_their_rows_once_finished() {
+        // an NCCL communicator on row 1, a torch sequence number on rows 1 and 3, a stream
+        // on row 0 only, and nothing on row 4 (the last): each column is 5 rows once finished
+        let mut columns = Columns::default();
+        for row in 0..5u32 {
+            let mut f = Fields {
+                text: Cow::Owned(format!("line {row}")),
+                ..Fields::default()
+            };
+            if row == 0 {
+                f.stream = Some(Cow::Borrowed("stderr"));
+            }
+            if row == 1 {
+                f.comm_id = Some(Cow::Borrowed("0x5a1e"));
+                f.comm_rank = Some(3);
+            }
+            if row == 1 || row == 3 {
+                f.seq = Some(i64::from(row) * 100);
+            }
+            columns.push(7, row + 1, &f, None);
+        }
+        columns.finish();
+        assert_eq!(columns.len(), 5);
+        assert_eq!(columns.seq, [None, Some(100), None, Some(300), None]);
+        assert_eq!(columns.comm_rank, [None, Some(3), None, None, None]);
+        let comm: Vec<_> = (0..5).map(|r| columns.comm_id.get(r)).collect();
+        assert_eq!(comm, [None, Some("0x5a1e"), None, None, None]);
+        let stream: Vec<_> = (0..5).map(|r| columns.fields(r).stream).collect();
+        assert_eq!(stream[0].as_deref(), Some("stderr"));
+        assert!(stream[1..].iter().all(Option::is_none));
+        assert!((0..5).all(|r| columns.capped[r].is_none() && columns.msg.get(r).is_none()));
+        // more rows after a finish (the key rows grow so): the same again
+        let f = Fields {
+            seq: Some(9),
+            ..Fields::default()
+        };
+        columns.push(7, 6, &f, None);
+        columns.finish();
+        assert_eq!(columns.seq[4..], [None, Some(9)]);
+        assert_eq!(columns.select(&[3, 1]).seq, [Some(300), Some(100)]);
     }
 }
 

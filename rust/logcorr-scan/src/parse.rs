@@ -74,6 +74,10 @@ impl Sink for Columns {
     fn push(&mut self, file_id: u32, line: u32, fields: &Fields<'_>, at: Option<(u32, u32)>) {
         Columns::push(self, file_id, line, fields, at);
     }
+
+    fn finish(&mut self) {
+        Columns::finish(self);
+    }
 }
 
 /// Parse a chunk into columns. `before`: what the last lines before it said (up to two), for

@@ -283,6 +283,10 @@ impl Sink for Keyed<'_> {
         let id = self.keys.find(file_id, fields, &mut self.last);
         self.ids.push(id.unwrap_or(KeyId::MAX));
     }
+
+    fn finish(&mut self) {
+        self.columns.finish();
+    }
 }
 
 /// A chunk as pass 2 reads it: parsed (its columns, key numbers and bytes), or passed over
