@@ -17,7 +17,7 @@ use std::sync::Mutex;
 use rustc_hash::FxHashMap;
 
 use crate::keys::KeyId;
-use crate::model::{role_code, source_code, Columns, Fields, Source, ROLES};
+use crate::model::{put, role_code, source_code, Columns, Fields, Source, ROLES};
 use crate::parse::{context_read, Line, Sink};
 use crate::scan::RawChunk;
 use crate::survey::Survey;
@@ -230,14 +230,9 @@ fn decode_parts(bytes: &[u8], lines: &[Line<'_>], parts: usize) -> Option<Column
     columns.reserve(parts);
     let mut reader = Reader { bytes, at: 0 };
     let mut index = 0;
-    let mut fields = Fields::default();
     while reader.at < bytes.len() {
-        let part = reader.part(&mut fields)?;
-        index += part.step;
-        let line = lines.get(index)?;
-        let at = part.whole.then_some(line.at);
-        part.place(&mut fields, line.text)?;
-        columns.push(line.file_id, line.line, &fields, at);
+        index += reader.step()?;
+        reader.part_into(&mut columns, lines.get(index)?)?;
     }
     columns.finish();
     (columns.len() == parts).then_some(columns)
@@ -463,120 +458,95 @@ impl<'b> Reader<'b> {
         self.take::<4>().map(u32::from_le_bytes)
     }
 
-    /// A part: how many lines on it stands, whether it is its whole line (its text left to
-    /// the line), its fields (its message left to its text when it is the text's end).
+    /// How many lines on from the last part's a part stands (the first of its bytes).
+    fn step(&mut self) -> Option<usize> {
+        match self.take::<1>()?[0] {
+            u8::MAX => usize::try_from(u64::from_le_bytes(self.take::<8>()?)).ok(),
+            step => Some(usize::from(step)),
+        }
+    }
+
+    /// The rest of a part, pushed into `c` as `Columns::push` pushes its fields: a part of
+    /// `line` (its text the line's when it is its whole line; its message the end of its
+    /// text when only the message's length was written). None when the bytes end too soon,
+    /// a text is not UTF-8, or the message's length does not fit the text.
     #[inline(always)]
-    fn part(&mut self, f: &mut Fields<'b>) -> Option<Part> {
-        let step = match self.take::<1>()?[0] {
-            u8::MAX => usize::try_from(u64::from_le_bytes(self.take::<8>()?)).ok()?,
-            step => usize::from(step),
-        };
+    fn part_into(&mut self, c: &mut Columns, line: &Line<'_>) -> Option<()> {
         let part = u16::from_le_bytes(self.take::<2>()?);
-        let source = *Source::ALL.get(usize::from(self.take::<1>()?[0]))?;
+        let source = self.take::<1>()?[0];
+        Source::ALL.get(usize::from(source))?;
         let flags = self.take::<1>()?[0];
         let mut mask = [0; 8];
         mask[..MASK_BYTES].copy_from_slice(&self.take::<MASK_BYTES>()?);
-        let mask = u64::from_le_bytes(mask);
         let mut r = Optional {
             reader: self,
-            mask,
+            mask: u64::from_le_bytes(mask),
             bit: 0,
         };
-        let text = r.str()?;
-        let (msg, tail) = if flags & 8 != 0 {
-            (None, Some(r.len()?))
+        let written = r.str()?;
+        let (text, at) = if flags & 4 != 0 {
+            (line.text, Some(line.at))
         } else {
-            (r.str()?, None)
+            (written.as_deref()?, None)
+        };
+        let msg = if flags & 8 != 0 {
+            let len = r.len()?;
+            Some(Cow::Borrowed(text.get(text.len().checked_sub(len)?..)?))
+        } else {
+            r.str()?
         };
         let role = match r.byte()? {
             Some(code) => Some(*ROLES.get(usize::from(code))?),
             None => None,
         };
-        let p = Part {
-            step,
-            whole: flags & 4 != 0,
-            tail,
-        };
-        *f = Fields {
-            part,
-            text: text.unwrap_or_default(),
-            msg,
-            source,
-            role,
-            starts_record: r.flag()?,
-            ts: r.i64()?,
-            ts_has_date: r.flag()?,
-            ts_has_year: r.flag()?,
-            wrap_ts: r.i64()?,
-            stream: r.str()?,
-            host: r.str()?,
-            pid: r.i64()?,
-            tid: r.i64()?,
-            device_id: r.i32()?,
-            main: flags & 1 != 0,
-            exc: flags & 2 != 0,
-            ..Fields::default()
-        };
+        let row = c.len();
+        c.file_id.push(line.file_id);
+        c.line.push(line.line);
+        c.part.push(part);
+        c.text.push(text, at);
+        c.msg.put(row, msg.as_deref());
+        c.source.push(source);
+        c.role.push(role.map(role_code));
+        c.starts_record.push(r.flag()?);
+        c.ts.push(r.i64()?);
+        c.ts_has_date.push(r.flag()?);
+        c.ts_has_year.push(r.flag()?);
+        put(&mut c.wrap_ts, row, r.i64()?);
+        c.stream.put(row, r.str()?.as_deref());
+        c.host.push(r.str()?.as_deref());
+        c.pid.push(r.i64()?);
+        c.tid.push(r.i64()?);
+        c.device_id.push(r.i32()?);
+        c.main.push(flags & 1 != 0);
+        c.exc.push(flags & 2 != 0);
         // (most lines end here or after their prefix ranks: the rest stays None)
-        if r.rest_absent() {
-            return Some(p);
-        }
-        for value in &mut f.prefix {
-            *value = r.i32()?;
+        let absent = r.rest_absent();
+        for column in &mut c.prefix {
+            column.push(if absent { None } else { r.i32()? });
         }
         if r.rest_absent() {
-            return Some(p);
+            return Some(());
         }
-        f.torch_rank = r.i32()?;
-        f.pg_id = r.i32()?;
-        f.pg_guid = r.str()?;
-        f.pg_desc = r.str()?;
-        f.pg_rank = r.i32()?;
-        f.seq = r.i64()?;
-        f.op = r.str()?;
-        f.last_enqueued = r.i64()?;
-        f.last_completed = r.i64()?;
-        f.comm = r.str()?;
-        f.comm_id = r.str()?;
-        f.comm_rank = r.i32()?;
-        f.comm_nranks = r.i32()?;
-        f.nccl_phase = r.str()?;
-        f.gloo_rank = r.i32()?;
-        f.gloo_size = r.i32()?;
-        f.link_pid = r.i64()?;
-        f.proctitle = r.str()?;
-        f.server_args = r.flag()?;
-        f.capped = r.flag()?;
-        Some(p)
-    }
-}
-
-/// What `Reader::part` reads of a part besides its fields.
-struct Part {
-    /// how many lines on from the last part's it stands
-    step: usize,
-    /// whether it is its whole line (its text is the line's)
-    whole: bool,
-    /// its message's length, when the message is the end of its text
-    tail: Option<usize>,
-}
-
-impl Part {
-    /// Give the part's fields (`f`) the text of the line it stands in (`line`) where they
-    /// leave it to the line; None when the message's length does not fit the text.
-    fn place<'b>(&self, f: &mut Fields<'b>, line: &'b str) -> Option<()> {
-        let text = if self.whole {
-            line
-        } else {
-            match f.text {
-                Cow::Borrowed(text) => text,
-                Cow::Owned(_) => return None,
-            }
-        };
-        f.text = Cow::Borrowed(text);
-        if let Some(len) = self.tail {
-            f.msg = Some(Cow::Borrowed(text.get(text.len().checked_sub(len)?..)?));
-        }
+        put(&mut c.torch_rank, row, r.i32()?);
+        put(&mut c.pg_id, row, r.i32()?);
+        c.pg_guid.put(row, r.str()?.as_deref());
+        c.pg_desc.put(row, r.str()?.as_deref());
+        put(&mut c.pg_rank, row, r.i32()?);
+        put(&mut c.seq, row, r.i64()?);
+        c.op.put(row, r.str()?.as_deref());
+        put(&mut c.last_enqueued, row, r.i64()?);
+        put(&mut c.last_completed, row, r.i64()?);
+        c.comm.put(row, r.str()?.as_deref());
+        c.comm_id.put(row, r.str()?.as_deref());
+        put(&mut c.comm_rank, row, r.i32()?);
+        put(&mut c.comm_nranks, row, r.i32()?);
+        c.nccl_phase.put(row, r.str()?.as_deref());
+        put(&mut c.gloo_rank, row, r.i32()?);
+        put(&mut c.gloo_size, row, r.i32()?);
+        put(&mut c.link_pid, row, r.i64()?);
+        c.proctitle.put(row, r.str()?.as_deref());
+        put(&mut c.server_args, row, r.flag()?);
+        put(&mut c.capped, row, r.flag()?);
         Some(())
     }
 }
@@ -657,7 +627,7 @@ impl<'b> Optional<'_, 'b> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::Role;
+    use crate::model::{Role, NOWHERE};
 
     /// Every field set (a struct literal without `..`: a field added to `Fields` must be
     /// encoded, or this does not compile).
@@ -712,26 +682,37 @@ mod tests {
         }
     }
 
+    /// The parts of `bytes` decoded as parts of `line` (each in turn), with their steps.
+    fn decode(bytes: &[u8], line: &str) -> Option<(Columns, Vec<usize>)> {
+        let line = Line {
+            file_id: 4,
+            line: 9,
+            text: line,
+            at: NOWHERE,
+        };
+        let mut reader = Reader { bytes, at: 0 };
+        let (mut columns, mut steps) = (Columns::default(), Vec::new());
+        while reader.at < bytes.len() {
+            steps.push(reader.step()?);
+            reader.part_into(&mut columns, &line)?;
+        }
+        columns.finish();
+        Some((columns, steps))
+    }
+
     fn round_trip(fields: &Fields<'_>, step: usize, whole: bool) {
         let mut bytes = Vec::new();
         encode_part(&mut bytes, step, whole, fields);
         encode_part(&mut bytes, 1, false, &Fields::default());
-        let mut reader = Reader {
-            bytes: &bytes,
-            at: 0,
-        };
-        let mut decoded = Fields::default();
-        let part = reader.part(&mut decoded).expect("a part");
-        assert_eq!((part.step, part.whole), (step, whole));
         // (a whole line's text is the line's, not written)
-        let line = fields.text.to_string();
-        part.place(&mut decoded, &line).expect("placed");
-        assert_eq!(format!("{decoded:?}"), format!("{fields:?}"));
-        let next = reader.part(&mut decoded).expect("a second part");
-        assert_eq!(next.step, 1);
-        next.place(&mut decoded, "").expect("placed");
-        assert_eq!(format!("{decoded:?}"), format!("{:?}", Fields::default()));
-        assert_eq!(reader.at, bytes.len());
+        let (columns, steps) = decode(&bytes, &fields.text).expect("two parts");
+        assert_eq!(steps, [step, 1]);
+        assert_eq!((columns.file_id[0], columns.line[0]), (4, 9));
+        assert_eq!(format!("{:?}", columns.fields(0)), format!("{fields:?}"));
+        assert_eq!(
+            format!("{:?}", columns.fields(1)),
+            format!("{:?}", Fields::default())
+        );
     }
 
     #[test]
@@ -824,14 +805,8 @@ mod tests {
         let mut bytes = Vec::new();
         encode_part(&mut bytes, 0, true, &wrapped);
         let read = |line: &str| {
-            let mut reader = Reader {
-                bytes: &bytes,
-                at: 0,
-            };
-            let mut fields = Fields::default();
-            let part = reader.part(&mut fields)?;
-            part.place(&mut fields, line)?;
-            Some(fields.msg.map(|m| m.to_string()))
+            let (columns, _) = decode(&bytes, line)?;
+            Some(columns.msg.get(0).map(str::to_string))
         };
         assert_eq!(read("y | abc"), Some(Some("abc".to_string())));
         assert_eq!(read("ab"), None);
@@ -844,20 +819,13 @@ mod tests {
     fn cut_or_damaged_parts_are_refused_not_misread() {
         let mut bytes = Vec::new();
         encode_part(&mut bytes, 2, false, &every_field("text"));
-        for end in 0..bytes.len() {
-            let mut reader = Reader {
-                bytes: &bytes[..end],
-                at: 0,
-            };
-            assert!(
-                reader.part(&mut Fields::default()).is_none(),
-                "cut at {end}"
-            );
+        // (no bytes at all are no part: none is decoded, and the chunk's count of parts
+        // refuses them)
+        for end in 1..bytes.len() {
+            assert!(decode(&bytes[..end], "line").is_none(), "cut at {end}");
         }
         let mut bad = bytes.clone();
         bad[3] = 200; // (the source, after the step and the part number: no such family)
-        assert!(Reader { bytes: &bad, at: 0 }
-            .part(&mut Fields::default())
-            .is_none());
+        assert!(decode(&bad, "line").is_none());
     }
 }

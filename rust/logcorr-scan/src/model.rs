@@ -253,7 +253,7 @@ impl TextColumn {
 
 /// `value` at row `row` of a column that most rows have no value in (`StrColumn::put`).
 #[inline]
-fn put<T: Copy>(column: &mut Vec<Option<T>>, row: usize, value: Option<T>) {
+pub fn put<T: Copy>(column: &mut Vec<Option<T>>, row: usize, value: Option<T>) {
     if let Some(value) = value {
         debug_assert!(column.len() <= row);
         column.resize(row, None);
