@@ -7,7 +7,7 @@ a sample of 100k to 200k lines takes about three minutes). `logcorr analyze` run
 valgrind's callgrind with one worker (LOGCORR_THREADS=1) and each thread's instructions are
 counted apart (`--separate-threads=yes`); a thread is named by the core's function it runs:
 
-* pass 1     the worker that parses every line for the survey (`parse::parse_into`)
+* pass 1     the worker that parses every line for the survey (`pipeline::survey_chunks`)
 * merge      pass 1's surveys merged in chunk order (`Keys::merge`)
 * read       pass 1's reader (`ChunkReader::next_chunk`)
 * pass 2     the worker that reads, parses and attributes every line (`Attributor::attribute`)
@@ -36,9 +36,9 @@ from pathlib import Path
 # their symbols, which its release build keeps)
 THREADS = (
     ("pass 2", "Attributor::attribute"),
-    ("pass 1", "logcorr_scan::parse::parse_into"),
-    ("merge", "Keys::merge"),
     ("read", "ChunkReader::next_chunk"),
+    ("pass 1", "logcorr_scan::pipeline::survey_chunks"),
+    ("merge", "Keys::merge"),
 )
 
 

@@ -14,7 +14,7 @@ use arrow_array::{
 };
 use arrow_buffer::{BooleanBuffer, NullBuffer, ScalarBuffer};
 use arrow_schema::{ArrowError, DataType, Field, Schema, TimeUnit};
-use logcorr_scan::attribute::{Attributed, Whole, EVIDENCE};
+use logcorr_scan::attribute::{Attributed, Coordinates, Whole, EVIDENCE};
 use logcorr_scan::clock;
 use logcorr_scan::gather::{Event, Last, Person, Tally};
 use logcorr_scan::keys::Keys;
@@ -458,7 +458,8 @@ pub fn attributed_batch(c: &mut Columns, a: &Attributed, whole: &Whole) -> Recor
     );
     let hosts = repeated((0..len).map(|row| a.host(whole, row)), len);
     let streams = repeated((0..len).map(|row| a.stream(c, whole, row)), len);
-    let coordinate = |i: usize| i32s(&a.coordinates[i]);
+    let coordinates: Vec<Coordinates> = (0..len).map(|row| a.coordinates(c, whole, row)).collect();
+    let coordinate = |i: usize| i32s(&coordinates.iter().map(|x| x[i]).collect::<Vec<_>>());
     let names = [
         "node_rank",
         "replica",

@@ -60,6 +60,26 @@ pub struct Whole {
     pub clock_offsets: HashMap<String, i64>,
 }
 
+impl Whole {
+    /// The coordinates of a line of process `proc` in a file of node `file_node` (its
+    /// server_args line's node_rank): the process's, with the file's node when the process
+    /// has none; a process's line in another node's file has neither node nor GPU.
+    pub fn coordinates(&self, proc: Option<u32>, file_node: Option<i32>) -> Coordinates {
+        let mut coordinates = proc
+            .and_then(|p| self.processes.get(p as usize))
+            .copied()
+            .unwrap_or([None; 13]);
+        match (coordinates[NODE], file_node) {
+            (Some(node), Some(file)) if node != file => {
+                coordinates[NODE] = None;
+                coordinates[GPU] = None;
+            }
+            (node, file) => coordinates[NODE] = node.or(file),
+        }
+        coordinates
+    }
+}
+
 /// The latest header (or a file's first row): what continuation lines read of it.
 #[derive(Clone, Debug)]
 struct HeadRow {
@@ -89,10 +109,9 @@ struct FileState {
     time: FileTime,
     waiting: usize,
     /// what the whole set says of the file (read once, not for each of its lines): whether
-    /// several processes write it, the one process it belongs to, its node
+    /// several processes write it, the one process it belongs to
     shared: bool,
     file_proc: Option<u32>,
-    file_node: Option<i32>,
 }
 
 impl FileState {
@@ -120,7 +139,6 @@ impl FileState {
         FileState {
             shared: w.shared.contains(&file_id),
             file_proc: w.file_procs.get(&file_id).copied(),
-            file_node: w.file_nodes.get(&file_id).copied(),
             ..FileState::default()
         }
     }
@@ -182,7 +200,6 @@ pub struct Attributed {
     pub role: Vec<Option<u8>>,
     /// the key row of each row (its effective host is the whole set's `eff_host` of it)
     pub key: Vec<KeyId>,
-    pub coordinates: [Vec<Option<i32>>; 13],
     pub evidence: Vec<Option<u8>>,
     /// whether a row without a wrapper stream of its own takes its file's name as its stream
     /// (a file one process writes)
@@ -204,9 +221,6 @@ impl Attributed {
     pub fn reserve(&mut self, rows: usize) {
         self.role.reserve(rows);
         self.key.reserve(rows);
-        for column in &mut self.coordinates {
-            column.reserve(rows);
-        }
         self.evidence.reserve(rows);
         self.file_stream.reserve(rows);
         self.proc.reserve(rows);
@@ -225,9 +239,6 @@ impl Attributed {
         for &row in rows {
             out.role.push(self.role[row]);
             out.key.push(self.key[row]);
-            for (mine, theirs) in out.coordinates.iter_mut().zip(&self.coordinates) {
-                mine.push(theirs[row]);
-            }
             out.evidence.push(self.evidence[row]);
             out.file_stream.push(self.file_stream[row]);
             out.proc.push(self.proc[row]);
@@ -239,6 +250,12 @@ impl Attributed {
             out.next.push(self.next.get(row));
         }
         out
+    }
+
+    /// A row's coordinates: its process's in the file it is in (`Whole::coordinates`).
+    pub fn coordinates(&self, c: &Columns, whole: &Whole, row: usize) -> Coordinates {
+        let file_node = whole.file_nodes.get(&c.file_id[row]).copied();
+        whole.coordinates(self.proc[row], file_node)
     }
 
     /// A row's effective host (its key row's).
@@ -376,6 +393,9 @@ impl Attributor {
     }
 
     /// Attribute a parsed chunk (`ahead`: the next chunk's first row, None at the end).
+    // (once a chunk: out of line, so that a profile names the thread that runs it;
+    // benchmarks/instructions.py)
+    #[inline(never)]
     pub fn attribute(&mut self, c: &Columns, keys: &[KeyId], ahead: Option<&Ahead>) -> Attributed {
         let mut steps: Vec<Step> = Vec::with_capacity(c.len());
         for (row, &key) in keys.iter().enumerate().take(c.len()) {
@@ -429,13 +449,19 @@ impl Attributor {
             return;
         };
         let stems = gather.stems_of(&c.text);
+        // (the node of the file of the last row: a chunk's rows are mostly one file's)
+        let mut file_nodes: (Option<u32>, Option<i32>) = (None, None);
         for (row, &stem) in stems.iter().enumerate() {
             let key = self.keys_seen[row];
             let text = c.text.get(row);
             let msg = c.msg.get(row);
             let proc = out.proc[row];
             let ts_full = out.ts_full[row];
-            let coordinates: Coordinates = std::array::from_fn(|i| out.coordinates[i][row]);
+            let file_id = c.file_id[row];
+            if file_nodes.0 != Some(file_id) {
+                file_nodes = (Some(file_id), self.whole.file_nodes.get(&file_id).copied());
+            }
+            let coordinates = self.whole.coordinates(proc, file_nodes.1);
             let counted = Counted {
                 file_id: c.file_id[row],
                 line: c.line[row],
@@ -624,7 +650,7 @@ impl Attributor {
         let starts = c.starts_record[row] == Some(true);
         let source = Source::ALL[c.source[row] as usize];
         let state = self.files.get_mut(file_id).expect("a file state");
-        let (file_proc, file_node) = (state.file_proc, state.file_node);
+        let file_proc = state.file_proc;
         let ambiguous_header =
             source == Source::Sglang && starts && c.prefix[..6].iter().all(|p| p[row].is_none());
         let lend = step.proc.is_none()
@@ -655,20 +681,6 @@ impl Attributor {
         }
         let sk = state.time.running;
         // output
-        let coordinates = proc
-            .and_then(|p| w.processes.get(p as usize))
-            .copied()
-            .unwrap_or([None; 13]);
-        let node = coordinates[NODE];
-        let wrong_node = matches!((node, file_node), (Some(a), Some(b)) if a != b);
-        for (i, column) in out.coordinates.iter_mut().enumerate() {
-            column.push(match i {
-                NODE if wrong_node => None,
-                NODE => node.or(file_node),
-                GPU if wrong_node => None,
-                _ => coordinates[i],
-            });
-        }
         out.role
             .push(if proc.is_some_and(|p| !w.plain.contains(&p)) {
                 Some(role_code(Role::Scheduler))
@@ -809,7 +821,6 @@ mod tests {
         let whole = Whole {
             shared: [2].into_iter().collect(),
             file_procs: [(3, 7)].into_iter().collect(),
-            file_nodes: [(3, 1)].into_iter().collect(),
             ..Whole::default()
         };
         let mut files = Files::default();
@@ -823,9 +834,32 @@ mod tests {
             assert_eq!(state.seq, seen, "file {file_id}");
             assert_eq!(state.shared, file_id == 2);
             assert_eq!(state.file_proc, (file_id == 3).then_some(7));
-            assert_eq!(state.file_node, (file_id == 3).then_some(1));
         }
         assert!(files.get_mut(4).is_none());
         assert_eq!(files.states.len(), 4);
+    }
+
+    #[test]
+    fn a_line_takes_its_files_node_only_where_its_process_has_none() {
+        let mut on_node_1 = [Some(4); 13];
+        on_node_1[NODE] = Some(1);
+        let mut no_node = [Some(5); 13];
+        no_node[NODE] = None;
+        let whole = Whole {
+            processes: vec![on_node_1, no_node],
+            ..Whole::default()
+        };
+        assert_eq!(whole.coordinates(Some(0), Some(1)), on_node_1);
+        assert_eq!(whole.coordinates(Some(0), None), on_node_1);
+        // (a process's line in another node's file: neither node nor GPU is known)
+        let elsewhere = whole.coordinates(Some(0), Some(2));
+        assert_eq!((elsewhere[NODE], elsewhere[GPU]), (None, None));
+        assert_eq!(elsewhere[1..6], on_node_1[1..6]);
+        assert_eq!(whole.coordinates(Some(1), Some(2))[NODE], Some(2));
+        assert_eq!(whole.coordinates(Some(1), Some(2))[GPU], Some(5));
+        let mut nobody = [None; 13];
+        nobody[NODE] = Some(3);
+        assert_eq!(whole.coordinates(None, Some(3)), nobody);
+        assert_eq!(whole.coordinates(Some(9), None), [None; 13]);
     }
 }

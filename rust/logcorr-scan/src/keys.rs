@@ -194,6 +194,9 @@ impl Keys {
 
     /// Add the keys of `other` (a later part of the set), their counts and first lines merged;
     /// returns the number here of each of `other`'s keys.
+    // (once a chunk: out of line, so that a profile names the thread that runs it;
+    // benchmarks/instructions.py)
+    #[inline(never)]
     pub fn merge(&mut self, other: &Keys) -> Vec<KeyId> {
         let mut buf = Vec::new();
         (0..other.len())

@@ -226,6 +226,9 @@ impl ChunkReader {
     }
 
     /// The next chunk of raw lines; None when every file has been read.
+    // (once a chunk: out of line, so that a profile names the thread that runs it;
+    // benchmarks/instructions.py)
+    #[inline(never)]
     pub fn next_chunk(&mut self) -> Option<RawChunk> {
         let mut chunk = RawChunk::default();
         let mut size = 0;

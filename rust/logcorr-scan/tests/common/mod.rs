@@ -220,7 +220,7 @@ pub fn attribute_counted(
             let whole = &names;
             (0..c.len())
                 .map(|r| {
-                    let coordinates: Vec<_> = a.coordinates.iter().map(|col| col[r]).collect();
+                    let coordinates = a.coordinates(c, whole, r).to_vec();
                     let shown = format!(
                         "{:?} {:?} {:?} {:?} {} {:?} {:?} {:?} {:?} {:?} {:?} {:?}",
                         whole.file_names.get(&c.file_id[r]),
