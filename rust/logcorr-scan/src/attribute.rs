@@ -449,6 +449,7 @@ impl Attributor {
             return;
         };
         let stems = gather.stems_of(&c.text);
+        let held = gather.says_of(&c.text);
         // (the node of the file of the last row: a chunk's rows are mostly one file's)
         let mut file_nodes: (Option<u32>, Option<i32>) = (None, None);
         for (row, &stem) in stems.iter().enumerate() {
@@ -478,7 +479,7 @@ impl Attributor {
                 progress: proc.is_some() && ts_full.is_some() && gather.progress(text),
             };
             let next = out.next.get(row);
-            let says = gather.says(text, msg);
+            let says = gather.says(text, held[row], msg);
             let fields = c.comm_id.spans[row].is_some() || c.torch_rank[row].is_some();
             let event = gather.event_text(text, msg, next, stem, says || fields);
             let event = event.map(|(text, stem)| {

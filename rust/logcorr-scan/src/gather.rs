@@ -101,67 +101,111 @@ impl Literals {
                 .map(|r| self.is_match(texts.get(r)))
                 .collect();
         };
-        let buffers: Vec<&str> = texts
+        let mut placed: Vec<Placed> = searchers
+            .iter()
+            .map(|searcher| {
+                Placed::new(texts, |buffer, found| {
+                    found.extend(
+                        searcher
+                            .find_iter(buffer)
+                            .map(|m| (m.start() as u32, m.end() as u32, 1)),
+                    );
+                })
+            })
+            .collect();
+        (0..texts.len())
+            .map(|row| {
+                let (mut inside, mut across) = (false, false);
+                for matches in &mut placed {
+                    let (tags, crossed) = matches.within(texts, row);
+                    inside |= tags != 0;
+                    across |= crossed;
+                }
+                inside || (across && self.is_match(texts.get(row)))
+            })
+            .collect()
+    }
+}
+
+/// The matches of one search in each buffer of a text column ((start, end, tags), by start),
+/// read row by row: rows mostly follow one another, so a row's are found by stepping on from
+/// the last row's (by a binary search when a row starts before it).
+struct Placed {
+    found: Vec<Vec<(u32, u32, u32)>>,
+    /// per buffer: the last row's start there, and its first match that starts at or after it
+    cursors: Vec<(u32, usize)>,
+}
+
+impl Placed {
+    /// `search(buffer, found)` puts a buffer's matches in `found`, in order of their start.
+    fn new(texts: &TextColumn, mut search: impl FnMut(&str, &mut Vec<(u32, u32, u32)>)) -> Placed {
+        let found: Vec<Vec<(u32, u32, u32)>> = texts
             .blocks
             .iter()
             .map(String::as_str)
             .chain([texts.extra.as_str()])
-            .collect();
-        let extra = buffers.len() - 1;
-        // per searcher and buffer: its matches' (start, end), in order
-        let found: Vec<Vec<Vec<(u32, u32)>>> = searchers
-            .iter()
-            .map(|searcher| {
-                buffers
-                    .iter()
-                    .map(|buffer| {
-                        searcher
-                            .find_iter(buffer)
-                            .map(|m| (m.start() as u32, m.end() as u32))
-                            .collect()
-                    })
-                    .collect()
+            .map(|buffer| {
+                let mut found = Vec::new();
+                search(buffer, &mut found);
+                found
             })
             .collect();
-        let mut holds = Vec::with_capacity(texts.len());
-        // per searcher and buffer: the first match that starts at or after the last row's
-        // start there (rows mostly follow one another: the next row's is found by stepping)
-        let mut cursors: Vec<Vec<(u32, usize)>> = found
-            .iter()
-            .map(|per_buffer| vec![(0, 0); per_buffer.len()])
-            .collect();
-        for (row, &(buffer, from, len)) in texts.spans.iter().enumerate() {
-            let buffer = if buffer == u32::MAX {
-                extra
-            } else {
-                buffer as usize
-            };
-            let to = from + len;
-            let (mut inside, mut across) = (false, false);
-            for (matches, cursors) in found.iter().zip(&mut cursors) {
-                let matches = &matches[buffer];
-                let (last_from, mut first) = cursors[buffer];
-                if from < last_from {
-                    first = matches.partition_point(|&(start, _)| start < from);
-                } else {
-                    while first < matches.len() && matches[first].0 < from {
-                        first += 1;
-                    }
-                }
-                cursors[buffer] = (from, first);
-                across |= first > 0 && matches[first - 1].1 > from;
-                for &(_, end) in matches[first..].iter().take_while(|(s, _)| *s < to) {
-                    if end <= to {
-                        inside = true;
-                    } else {
-                        across = true;
-                    }
-                }
-            }
-            holds.push(inside || (across && self.is_match(texts.get(row))));
-        }
-        holds
+        let cursors = vec![(0, 0); found.len()];
+        Placed { found, cursors }
     }
+
+    /// The tags of the matches inside row `row` (or-ed), and whether a match runs across its
+    /// start or its end.
+    #[inline]
+    fn within(&mut self, texts: &TextColumn, row: usize) -> (u32, bool) {
+        let (buffer, from, len) = texts.spans[row];
+        let buffer = if buffer == u32::MAX {
+            self.found.len() - 1
+        } else {
+            buffer as usize
+        };
+        let to = from + len;
+        let matches = &self.found[buffer];
+        let (last_from, mut first) = self.cursors[buffer];
+        if from < last_from {
+            first = matches.partition_point(|&(start, _, _)| start < from);
+        } else {
+            while first < matches.len() && matches[first].0 < from {
+                first += 1;
+            }
+        }
+        self.cursors[buffer] = (from, first);
+        let mut across = first > 0 && matches[first - 1].1 > from;
+        let mut tags = 0;
+        for &(_, end, tag) in matches[first..].iter().take_while(|(s, _, _)| *s < to) {
+            if end <= to {
+                tags |= tag;
+            } else {
+                across = true;
+            }
+        }
+        (tags, across)
+    }
+}
+
+/// Which of SAYS each row of `texts` holds (bit `i`: literal `i`), each buffer searched once
+/// (a row that a match runs into or out of is searched on its own).
+fn says_of(texts: &TextColumn) -> Vec<u32> {
+    let mut placed = Placed::new(texts, |buffer, found| {
+        SAYS.visit(buffer, |literal, start| {
+            let end = start + SAYS.literal(literal).len();
+            found.push((start as u32, end as u32, 1 << literal));
+            true
+        });
+        // (in the text's order but on a CPU without a packed searcher: literal by literal)
+        found.sort_unstable();
+    });
+    (0..texts.len())
+        .map(|row| match placed.within(texts, row) {
+            (_, true) => SAYS.held(texts.get(row)),
+            (held, false) => held,
+        })
+        .collect()
 }
 
 /// Sort keys of lines without a time: after every timed line.
@@ -491,12 +535,23 @@ impl Gather {
     /// What the row's text says besides a stem that makes it an event row: a dead child
     /// (`Process SpawnProcess-1:`) or glog's fatal severity. (Its fields can too: a
     /// communicator or a torch rank.)
-    pub fn says(&self, text: &str, msg: Option<&str>) -> bool {
+    ///
+    /// `held`: which of its literals (`Process `, `[F`) the text holds (`says_of`).
+    pub fn says(&self, text: &str, held: u32, msg: Option<&str>) -> bool {
         let s = &self.selection;
-        let held = SAYS.held(text);
         (held & 1 != 0 && s.child_died.is_match(text))
             || (held & 2 != 0 && s.glog_fatal.is_match(text))
-            || msg.is_some_and(|m| SAYS.held(m) & 1 != 0 && s.child_died.is_match(m))
+            // (a message that is the end of its text holds what the text holds there)
+            || msg.is_some_and(|m| {
+                (held & 1 != 0 || !text.ends_with(m))
+                    && SAYS.held(m) & 1 != 0
+                    && s.child_died.is_match(m)
+            })
+    }
+
+    /// Which literals of `says` each of a chunk's texts holds.
+    pub fn says_of(&self, texts: &TextColumn) -> Vec<u32> {
+        says_of(texts)
     }
 }
 
@@ -582,23 +637,26 @@ mod tests {
         ) {
             let patterns = stem_patterns();
             let literals = Literals::new(&patterns).expect("literals");
-            // (spans are cut at character boundaries: a row is a str)
-            let spans: Vec<(usize, usize, usize)> = spans
-                .into_iter()
-                .map(|(b, from, len)| {
-                    let block = &blocks[b % blocks.len()];
-                    let mut from = from % (block.len() + 1);
-                    while !block.is_char_boundary(from) { from -= 1; }
-                    let mut to = (from + len).min(block.len());
-                    while !block.is_char_boundary(to) { to -= 1; }
-                    (b, from, to - from)
-                })
-                .collect();
-            let texts = texts_of(&blocks, &spans, &own);
+            let texts = texts_of(&blocks, &char_spans(&blocks, spans), &own);
             let held = literals.rows_holding(&texts);
             for (row, &h) in held.iter().enumerate() {
                 let text = texts.get(row);
                 prop_assert_eq!(h, plain(&patterns, text), "{:?}", text);
+            }
+        }
+
+        #[test]
+        fn what_a_row_says_is_found_as_a_search_of_each_row_finds_it(
+            blocks in prop::collection::vec("(Process |Proc|ess |\\[F|\\[|F|x|\\n| |é){0,40}", 1..4),
+            spans in prop::collection::vec((0usize..4, 0usize..200, 0usize..60), 0..40),
+            own in prop::collection::vec("(Process |Proc|ess |\\[F|\\[|F|x){0,6}", 0..6),
+        ) {
+            let texts = texts_of(&blocks, &char_spans(&blocks, spans), &own);
+            let held = says_of(&texts);
+            prop_assert_eq!(held.len(), texts.len());
+            for (row, &h) in held.iter().enumerate() {
+                let text = texts.get(row);
+                prop_assert_eq!(h, SAYS.held(text), "{:?}", text);
             }
         }
     }
@@ -673,27 +731,61 @@ mod tests {
         let selection =
             Selection::new(&["Killed".to_string()], &child_died, r"\[F\d{4}", &[], 60).expect("ok");
         let gather = Gather::new(selection);
-        assert!(gather.says("Process SpawnProcess-1:", None));
-        assert!(gather.says(
+        // (as a chunk's row: what it holds found by `says_of`)
+        let says = |text: &str, msg: Option<&str>| {
+            let mut texts = TextColumn::default();
+            texts.push(text, None);
+            gather.says(text, gather.says_of(&texts)[0], msg)
+        };
+        assert!(says("Process SpawnProcess-1:", None));
+        assert!(says(
             "sglang-1  | Process SpawnProcess-1:",
             Some("Process SpawnProcess-1:")
         ));
         // (a Docker body's escapes decoded: the message holds what the text does not)
-        assert!(gather.says(
+        assert!(says(
             r#"{"log":"Process\u0020SpawnProcess-1:\n"}"#,
             Some("Process SpawnProcess-1:")
         ));
-        assert!(!gather.says(
+        assert!(!says(
             "sglang-1  | Process SpawnProcess-1: x",
             Some("Process SpawnProcess-1: x")
         ));
-        assert!(!gather.says("sglang-1  | ProcessSpawn-1:", Some("ProcessSpawn-1:")));
-        assert!(gather.says("[F1129 10:00:00.1 x.cc:1] y", None));
+        assert!(!says(
+            "sglang-1  | ProcessSpawn-1:",
+            Some("ProcessSpawn-1:")
+        ));
+        assert!(says("[F1129 10:00:00.1 x.cc:1] y", None));
         // (the `[F` after another `[`, after a `[` that is no `[F`, or none at the end)
-        assert!(gather.says("[rank2]:[F1129 10:09:00.48 CUDAGraph.cpp:150] x", None));
-        assert!(gather.says("[rank2]:[E1129 x] [F1129 10:09:00.48 a.cc:1]", None));
-        assert!(!gather.says("[rank2]:[E1129 10:09:00.48 x.cc:1] [Foo] [F", None));
-        assert!(!gather.says("[rank2]:[E1129 10:09:00.48 x.cc:1] F1129", None));
+        assert!(says(
+            "[rank2]:[F1129 10:09:00.48 CUDAGraph.cpp:150] x",
+            None
+        ));
+        assert!(says("[rank2]:[E1129 x] [F1129 10:09:00.48 a.cc:1]", None));
+        assert!(!says("[rank2]:[E1129 10:09:00.48 x.cc:1] [Foo] [F", None));
+        assert!(!says("[rank2]:[E1129 10:09:00.48 x.cc:1] F1129", None));
+    }
+
+    /// Spans of `blocks` (block, from, length) cut at character boundaries (a row is a str).
+    fn char_spans(
+        blocks: &[String],
+        spans: Vec<(usize, usize, usize)>,
+    ) -> Vec<(usize, usize, usize)> {
+        spans
+            .into_iter()
+            .map(|(b, from, len)| {
+                let block = &blocks[b % blocks.len()];
+                let mut from = from % (block.len() + 1);
+                while !block.is_char_boundary(from) {
+                    from -= 1;
+                }
+                let mut to = (from + len).min(block.len());
+                while !block.is_char_boundary(to) {
+                    to -= 1;
+                }
+                (b, from, to - from)
+            })
+            .collect()
     }
 
     fn row(line: u32, proc: Option<u32>, ts_full: Option<i64>) -> Counted {

@@ -95,6 +95,11 @@ impl LiteralSet {
         held
     }
 
+    /// Literal `i` of the set.
+    pub fn literal(&self, i: usize) -> &'static str {
+        self.literals[i]
+    }
+
     /// Each occurrence of a literal in `s` (its index, its start), without overlapping, until
     /// `visit` returns false: in the text's order (literal by literal, on a CPU without a
     /// packed searcher).
