@@ -6,7 +6,7 @@ use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::sync::Arc;
 
 use crate::clock::{self, Clock, FileTime, Stamp};
-use crate::gather::{Counted, Event, Gather};
+use crate::gather::{says_of, Counted, Event, Gather};
 use crate::grammar::{ends_with_colon, FileGrammar, Row};
 use crate::keys::{KeyId, Keys};
 use crate::model::{role_code, Columns, Role, Source, StrColumn};
@@ -449,20 +449,14 @@ impl Attributor {
             return;
         };
         let stems = gather.stems_of(&c.text);
-        let held = gather.says_of(&c.text);
-        // (the node of the file of the last row: a chunk's rows are mostly one file's)
-        let mut file_nodes: (Option<u32>, Option<i32>) = (None, None);
+        let held = says_of(&c.text);
         for (row, &stem) in stems.iter().enumerate() {
             let key = self.keys_seen[row];
             let text = c.text.get(row);
             let msg = c.msg.get(row);
             let proc = out.proc[row];
             let ts_full = out.ts_full[row];
-            let file_id = c.file_id[row];
-            if file_nodes.0 != Some(file_id) {
-                file_nodes = (Some(file_id), self.whole.file_nodes.get(&file_id).copied());
-            }
-            let coordinates = self.whole.coordinates(proc, file_nodes.1);
+            let coordinates = out.coordinates(c, &self.whole, row);
             let counted = Counted {
                 file_id: c.file_id[row],
                 line: c.line[row],

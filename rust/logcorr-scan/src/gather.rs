@@ -188,9 +188,10 @@ impl Placed {
     }
 }
 
-/// Which of SAYS each row of `texts` holds (bit `i`: literal `i`), each buffer searched once
-/// (a row that a match runs into or out of is searched on its own).
-fn says_of(texts: &TextColumn) -> Vec<u32> {
+/// Which literals of `Gather::says` (`Process `, `[F`) each row of `texts` holds (bit `i`:
+/// literal `i`), each buffer searched once (a row that a match runs into or out of is
+/// searched on its own).
+pub fn says_of(texts: &TextColumn) -> Vec<u32> {
     let mut placed = Placed::new(texts, |buffer, found| {
         SAYS.visit(buffer, |literal, start| {
             let end = start + SAYS.literal(literal).len();
@@ -548,11 +549,6 @@ impl Gather {
                     && s.child_died.is_match(m)
             })
     }
-
-    /// Which literals of `says` each of a chunk's texts holds.
-    pub fn says_of(&self, texts: &TextColumn) -> Vec<u32> {
-        says_of(texts)
-    }
 }
 
 #[cfg(test)]
@@ -735,7 +731,7 @@ mod tests {
         let says = |text: &str, msg: Option<&str>| {
             let mut texts = TextColumn::default();
             texts.push(text, None);
-            gather.says(text, gather.says_of(&texts)[0], msg)
+            gather.says(text, says_of(&texts)[0], msg)
         };
         assert!(says("Process SpawnProcess-1:", None));
         assert!(says(
